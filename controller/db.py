@@ -1,0 +1,359 @@
+"""OVSDB connections of the agent: the local OVS database and the Southbound.
+
+Design note
+-----------
+Each database is one :class:`IdlLoop`: an ``ovs.db.idl.Idl`` subclass
+(:class:`TrackedIdl`) whose ``notify()`` feeds a
+:class:`controller.tracking.ChangeTracker`, plus the transaction discipline
+of the C ``ovsdb_idl_loop``: at most one transaction in flight; a new one is
+opened at the start of an iteration only when the previous one finished, and
+committed at the end of the iteration.  The outcome of the last commit is
+kept so the main loop can force a recompute after a failure.
+
+Only the tables and columns the agent reads are registered.  When the IDL
+throws its replica away (reconnect without ``monitor_cond_since`` history it
+replaces ``table.rows`` without any notification) the loop notices that the
+row dictionaries changed identity and sets ``tracker.reset``; the daemon
+then rebuilds its indexes and forces a full recompute.  Any (re)connection,
+visible as a change of the session seqno or of ``cond_seqno`` going back to
+0, is reported by :meth:`IdlLoop.run` as ``reconnected``.
+
+The SB conditional monitoring of OVN 23.03 (``update_sb_monitors``) is the
+pure function :func:`sb_monitor_conditions`; :meth:`IdlLoop.set_conditions`
+applies it and returns the condition seqno to wait for.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any, Iterable, Mapping
+
+import ovs.db.idl
+import ovs.poller
+
+from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
+
+# Local OVS database: table -> columns the agent reads or writes.
+OVS_COLUMNS: dict[str, list[str]] = {
+    "Open_vSwitch": ["external_ids", "other_config", "bridges", "datapaths",
+                     "iface_types", "datapath_types", "ovs_version"],
+    "Bridge": ["name", "ports", "fail_mode", "other_config", "external_ids",
+               "datapath_type", "protocols"],
+    "Port": ["name", "interfaces", "external_ids"],
+    "Interface": ["name", "type", "options", "external_ids", "ofport",
+                  "ofport_request", "status", "mtu", "bfd", "bfd_status", "error"],
+    "Datapath": ["capabilities"],
+    "Flow_Sample_Collector_Set": ["id", "bridge", "ipfix", "external_ids"],
+}
+
+# Southbound tables monitored (all columns unless listed in SB_OMIT).
+SB_TABLES: tuple[str, ...] = (
+    "SB_Global", "Chassis", "Chassis_Private", "Encap", "Address_Set",
+    "Port_Group", "Multicast_Group", "Datapath_Binding", "Logical_DP_Group",
+    "Port_Binding", "MAC_Binding", "Static_MAC_Binding", "Logical_Flow",
+    "DHCP_Options", "DHCPv6_Options", "DNS", "Load_Balancer", "FDB", "Meter",
+    "Meter_Band", "HA_Chassis_Group", "HA_Chassis", "Gateway_Chassis",
+    "Chassis_Template_Var", "IP_Multicast", "Controller_Event", "IGMP_Group",
+    "Service_Monitor", "BFD", "Mirror",
+)
+SB_OMIT: dict[str, tuple[str, ...]] = {
+    "SB_Global": ("external_ids",),
+    "Logical_Flow": ("external_ids",),
+}
+
+# Tables whose monitor condition follows the local state (23.03 §5).
+SB_CONDITIONAL_TABLES: tuple[str, ...] = (
+    "Port_Binding", "Logical_Flow", "Logical_DP_Group", "MAC_Binding",
+    "Multicast_Group", "DNS", "Controller_Event", "IP_Multicast",
+    "IGMP_Group", "Chassis_Private", "Chassis_Template_Var",
+)
+
+Condition = list[Any]
+
+
+def _load_schema_json(path: str) -> dict[str, Any]:
+    import json
+    with open(path, encoding="utf-8") as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+def ovs_schema_helper(path: str = OVS_SCHEMA) -> ovs.db.idl.SchemaHelper:
+    helper = ovs.db.idl.SchemaHelper(location=path)
+    for table, cols in OVS_COLUMNS.items():
+        helper.register_columns(table, cols)
+    return helper
+
+
+def sb_schema_helper(path: str = SB_SCHEMA) -> ovs.db.idl.SchemaHelper:
+    schema = _load_schema_json(path)
+    helper = ovs.db.idl.SchemaHelper(schema_json=schema)
+    for table in SB_TABLES:
+        tschema = schema["tables"].get(table)
+        if tschema is None:
+            continue
+        omit = SB_OMIT.get(table, ())
+        cols = [c for c in tschema["columns"] if c not in omit]
+        helper.register_columns(table, cols)
+    return helper
+
+
+class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
+    """An IDL whose row notifications are collected into a ChangeTracker."""
+
+    def __init__(self, remote: str, helper: ovs.db.idl.SchemaHelper,
+                 tracker: ChangeTracker, probe_interval: int | None = None,
+                 leader_only: bool = False) -> None:
+        super().__init__(remote, helper, probe_interval=probe_interval,
+                         leader_only=leader_only)
+        self.tracker = tracker
+
+    def notify(self, event: str, row: Any, updates: Any = None) -> None:
+        table = row._table.name
+        if event == ovs.db.idl.ROW_CREATE:
+            self.tracker.record(table, ROW_CREATE, row)
+        elif event == ovs.db.idl.ROW_UPDATE:
+            old = updates.__dict__.get("_data") if updates is not None else None
+            self.tracker.record(table, ROW_UPDATE, row, dict(old) if old else {})
+        elif event == ovs.db.idl.ROW_DELETE:
+            self.tracker.record(table, ROW_DELETE, row)
+
+
+class RunResult:
+    __slots__ = ("changed", "reconnected", "reset")
+
+    def __init__(self, changed: bool, reconnected: bool, reset: bool) -> None:
+        self.changed = changed
+        self.reconnected = reconnected
+        self.reset = reset
+
+
+class IdlLoop:
+    """One database connection with change tracking and a transaction loop."""
+
+    def __init__(self, name: str, remote: str, helper: ovs.db.idl.SchemaHelper,
+                 probe_interval: int | None = None, leader_only: bool = False) -> None:
+        self.name = name
+        self.remote = remote
+        self.tracker = ChangeTracker(helper.get_idl_schema().tables.keys())
+        self._helper_factory = helper
+        self.idl = TrackedIdl(remote, helper, self.tracker, probe_interval, leader_only)
+        self.txn: ovs.db.idl.Transaction | None = None          # open this iteration
+        self.committing: ovs.db.idl.Transaction | None = None   # in flight
+        self.last_commit_status: str | None = None
+        self.commit_failed = False
+        self._session_seqno: int | None = None
+        self._rows_ids: dict[str, int] = {}
+        self._cond_seqno = 0
+        self._connected_once = False
+        self._next_cond: dict[str, Condition] = {}
+
+    # -- access -------------------------------------------------------
+    def table(self, name: str) -> Mapping[uuidlib.UUID, Any]:
+        rows: Mapping[uuidlib.UUID, Any] = self.idl.tables[name].rows
+        return rows
+
+    def first(self, name: str) -> Any | None:
+        for row in self.idl.tables[name].rows.values():
+            return row
+        return None
+
+    def has_table(self, name: str) -> bool:
+        return name in self.idl.tables
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.idl._session.is_connected())
+
+    @property
+    def has_ever_connected(self) -> bool:
+        return bool(self.idl.has_ever_connected())
+
+    @property
+    def cond_seqno(self) -> int:
+        return int(self.idl.cond_seqno)
+
+    def set_probe_interval(self, ms: int) -> None:
+        if ms and ms < 1000:
+            ms = 1000
+        rc = self.idl._session.reconnect
+        if rc.get_probe_interval() != ms:
+            rc.set_probe_interval(ms)
+
+    # -- loop ---------------------------------------------------------
+    def run(self) -> RunResult:
+        """Process incoming messages; open this iteration's transaction.
+
+        Must be called once per iteration before anything reads the tables.
+        """
+        assert self.txn is None, "previous iteration did not call commit()"
+        seq_before = self.idl.change_seqno
+        self.idl.run()
+        reconnected = False
+        sess_seqno = self.idl._session.get_seqno()
+        if self._session_seqno is not None and sess_seqno != self._session_seqno:
+            reconnected = True
+        self._session_seqno = sess_seqno
+        reset = False
+        for name, table in self.idl.tables.items():
+            ident = id(table.rows)
+            old = self._rows_ids.get(name)
+            if old is not None and old != ident:
+                reset = True
+            self._rows_ids[name] = ident
+        if reset:
+            self.tracker.reset = True
+        # cond_seqno goes back to 0 when the IDL starts a fresh monitor.
+        if self.idl.cond_seqno < self._cond_seqno:
+            reconnected = True
+        self._cond_seqno = self.idl.cond_seqno
+        # Transaction bookkeeping (ovsdb_idl_loop_run).
+        if self.committing is not None:
+            status = self.committing.commit()
+            if status != ovs.db.idl.Transaction.INCOMPLETE:
+                self._finish_commit(status)
+        if self.committing is None and self.connected and self.idl.has_ever_connected():
+            self.txn = ovs.db.idl.Transaction(self.idl)
+        return RunResult(self.idl.change_seqno != seq_before, reconnected, reset)
+
+    def _finish_commit(self, status: str) -> None:
+        T = ovs.db.idl.Transaction
+        self.last_commit_status = status
+        self.commit_failed = status not in (T.SUCCESS, T.UNCHANGED)
+        self.committing = None
+
+    def commit(self) -> str | None:
+        """Commit the transaction opened by run() (if any); never blocks.
+
+        Returns the immediate status, or None when no transaction was open.
+        A commit that is still in flight is polled by the next run().
+        """
+        txn = self.txn
+        self.txn = None
+        if txn is None:
+            return None
+        T = ovs.db.idl.Transaction
+        status: str = txn.commit()
+        if status == T.INCOMPLETE:
+            self.committing = txn
+        else:
+            self._finish_commit(status)
+        return status
+
+    def wait(self, poller: ovs.poller.Poller) -> None:
+        self.idl.wait(poller)
+        if self.committing is not None:
+            self.committing.wait(poller)
+
+    def clear_tracked(self) -> None:
+        self.tracker.clear()
+
+    def force_reconnect(self) -> None:
+        self.idl.force_reconnect()
+
+    def close(self) -> None:
+        if self.txn is not None:
+            self.txn.abort()
+            self.txn = None
+        self.idl.close()
+
+    # -- conditional monitoring ----------------------------------------
+    def set_conditions(self, conditions: Mapping[str, Condition]) -> int:
+        """Apply monitor conditions; returns the highest expected cond seqno."""
+        expected = self.idl.cond_seqno
+        for table, cond in conditions.items():
+            if table not in self.idl.tables:
+                continue
+            expected = max(expected, self.idl.cond_change(table, cond))
+        return int(expected)
+
+
+def _uuid_atom(u: uuidlib.UUID) -> list[str]:
+    return ["uuid", str(u)]
+
+
+def sb_monitor_conditions(chassis_name: str | None,
+                          chassis_uuid: uuidlib.UUID | None,
+                          local_lports: Iterable[str],
+                          local_datapaths: Iterable[uuidlib.UUID],
+                          monitor_all: bool) -> dict[str, Condition]:
+    """The SB monitor conditions of ``update_sb_monitors`` (OVN 23.03).
+
+    A condition is a list of OVSDB clauses combined with OR; ``[True]`` matches
+    every row and ``[False]`` none.
+    """
+    every: Condition = [True]
+    if monitor_all:
+        return {t: list(every) for t in SB_CONDITIONAL_TABLES}
+    pb: Condition = [["type", "==", "patch"], ["type", "==", "chassisredirect"],
+                     ["type", "==", "external"]]
+    lf: Condition = []
+    mb: Condition = []
+    mg: Condition = []
+    dns: Condition = []
+    ce: Condition = []
+    ipm: Condition = []
+    igmp: Condition = []
+    chprv: Condition = []
+    tv: Condition = []
+    if chassis_uuid is not None and chassis_name is not None:
+        ch = _uuid_atom(chassis_uuid)
+        pb.append(["chassis", "==", ch])
+        pb.append(["requested_chassis", "==", ch])
+        pb.append(["options", "includes", ["map", [["l2gateway-chassis", chassis_name]]]])
+        pb.append(["options", "includes", ["map", [["l3gateway-chassis", chassis_name]]]])
+        ce.append(["chassis", "==", ch])
+        igmp.append(["chassis", "==", ch])
+        chprv.append(["name", "==", chassis_name])
+        tv.append(["chassis", "==", chassis_name])
+    else:
+        chprv = [True]
+        pb.append(["type", "==", "l2gateway"])
+        pb.append(["type", "==", "l3gateway"])
+    for name in sorted(set(local_lports)):
+        pb.append(["logical_port", "==", name])
+        pb.append(["parent_port", "==", name])
+    dps = sorted(set(local_datapaths), key=str)
+    for dp in dps:
+        a = _uuid_atom(dp)
+        pb.append(["datapath", "==", a])
+        lf.append(["logical_datapath", "==", a])
+        mb.append(["datapath", "==", a])
+        mg.append(["datapath", "==", a])
+        dns.append(["datapaths", "includes", ["set", [a]]])
+        ipm.append(["datapath", "==", a])
+    if dps:
+        lf.append(["logical_dp_group", "!=", ["set", []]])
+    return {
+        "Port_Binding": pb, "Logical_Flow": lf or [False],
+        "Logical_DP_Group": list(every), "MAC_Binding": mb or [False],
+        "Multicast_Group": mg or [False], "DNS": dns or [False],
+        "Controller_Event": ce or [False], "IP_Multicast": ipm or [False],
+        "IGMP_Group": igmp or [False], "Chassis_Private": chprv or [False],
+        "Chassis_Template_Var": tv or [False],
+    }
+
+
+def default_ovs_remote() -> str:
+    import os
+    rundir = os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
+    return f"unix:{rundir}/db.sock"
+
+
+def open_ovs(remote: str | None = None) -> IdlLoop:
+    return IdlLoop("OVS", remote or default_ovs_remote(), ovs_schema_helper(),
+                   probe_interval=0, leader_only=False)
+
+
+def open_sb(remote: str, probe_interval: int | None) -> IdlLoop:
+    return IdlLoop("OVNSB", remote, sb_schema_helper(),
+                   probe_interval=probe_interval, leader_only=False)
+
+
+def default_sb_probe_interval(remote: str) -> int:
+    """5 s for tcp/ssl remotes, disabled for unix sockets (set_idl_probe_interval)."""
+    first = remote.split(",")[0].strip()
+    return 0 if first.startswith(("unix:", "punix:")) else 5000

@@ -1,0 +1,104 @@
+import uuid
+
+from controller.db import sb_monitor_conditions
+from controller.indexes import SbIndexes
+from controller.knobs import Knobs, chassis_name, get_knob
+from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+from tests.agent.fakes import FakeRow, dp, pb
+
+
+def test_tracking_folds_events():
+    t = ChangeTracker(["T"])
+    a, b, c, d = (FakeRow(name=n) for n in "abcd")
+    t.record("T", ROW_CREATE, a)
+    t.record("T", ROW_UPDATE, a, {"name": "x"})
+    t.record("T", ROW_CREATE, b)
+    t.record("T", ROW_DELETE, b)
+    t.record("T", ROW_UPDATE, c, {"name": "old1"})
+    t.record("T", ROW_UPDATE, c, {"name": "old2", "type": "t"})
+    t.record("T", ROW_UPDATE, d, {"name": "d0"})
+    t.record("T", ROW_DELETE, d)
+    tc = t["T"]
+    assert set(tc.created) == {a.uuid}
+    assert set(tc.updated) == {c.uuid}
+    assert tc.updated[c.uuid].old == {"name": "old1", "type": "t"}
+    assert set(tc.deleted) == {d.uuid}
+    assert tc.deleted[d.uuid].old == {"name": "d0"}
+    assert t.has_changes("T") and t.any_changes()
+    t.clear()
+    assert not t.any_changes()
+
+
+def test_indexes_incremental():
+    t = ChangeTracker(["Port_Binding", "Datapath_Binding"])
+    idx = SbIndexes()
+    d1, d2 = dp(1), dp(2)
+    p1 = pb("p1", d1, 1)
+    p2 = pb("p2", d1, 2)
+    idx.rebuild({"Port_Binding": {p1.uuid: p1, p2.uuid: p2},
+                 "Datapath_Binding": {d1.uuid: d1, d2.uuid: d2}})
+    assert idx.pb_by_name.get("p1") is p1
+    assert idx.pb_by_key.get((d1.uuid, 2)) is p2
+    assert set(idx.pb_by_datapath.get(d1.uuid)) == {p1.uuid, p2.uuid}
+    assert idx.dp_by_key.get(2) is d2
+    # p2 moves to d2 with a new key and name; p1 deleted; p3 created.
+    p2.__dict__.update(datapath=d2, tunnel_key=7, logical_port="p2b")
+    t.record("Port_Binding", ROW_UPDATE, p2, {"datapath": None})
+    t.record("Port_Binding", ROW_DELETE, p1)
+    p3 = pb("p3", d2, 3)
+    t.record("Port_Binding", ROW_CREATE, p3)
+    idx.apply(t)
+    assert idx.pb_by_name.get("p1") is None
+    assert idx.pb_by_name.get("p2") is None
+    assert idx.pb_by_name.get("p2b") is p2
+    assert idx.pb_by_key.get((d1.uuid, 2)) is None
+    assert idx.pb_by_key.get((d2.uuid, 7)) is p2
+    assert d1.uuid not in idx.pb_by_datapath.by_key
+    assert set(idx.pb_by_datapath.get(d2.uuid)) == {p2.uuid, p3.uuid}
+
+
+def test_knobs_override_and_validation():
+    ext = {"ovn-bridge": "br-a", "ovn-bridge-hv2": "br-b", "ovn-monitor-all": "maybe",
+           "ovn-encap-type": "geneve,vxlan", "ovn-encap-ip": "10.0.0.1",
+           "ovn-remote-probe-interval": "-3", "ct-zone-range": "10-20",
+           "ovn-bridge-mappings": "phys:br-ex,p2:br2", "system-id": "hv1"}
+    k1 = Knobs(ext, "hv1")
+    k2 = Knobs(ext, "hv2")
+    assert k1["ovn-bridge"] == "br-a"
+    assert k2["ovn-bridge"] == "br-b"
+    assert k1["ovn-monitor-all"] is False          # bad value -> default
+    assert k1["ovn-encap-type"] == ("geneve", "vxlan")
+    assert k1["ovn-remote-probe-interval"] is None  # negative rejected
+    assert k1["ct-zone-range"] == (10, 20)
+    assert k1["ovn-bridge-mappings"] == (("phys", "br-ex"), ("p2", "br2"))
+    assert get_knob({"ovn-encap-type": "gre"}, "ovn-encap-type", None) is None
+    assert get_knob({"ovn-encap-csum": "false"}, "ovn-encap-csum", None) is False
+    assert chassis_name(ext, None) == "hv1"
+    assert chassis_name(ext, "cli") == "cli"
+
+
+def test_knob_warning_is_rate_limited(capsys):
+    import structlog
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(5):
+            get_knob({"ovn-trim-timeout-ms": "soon"}, "ovn-trim-timeout-ms", None)
+    assert len([e for e in logs if "ovn-trim-timeout-ms" in e["event"]]) == 1
+
+
+def test_sb_monitor_conditions():
+    ch = uuid.uuid4()
+    d = uuid.uuid4()
+    c = sb_monitor_conditions("hv1", ch, ["p1"], [d], False)
+    pbc = c["Port_Binding"]
+    assert ["type", "==", "patch"] in pbc
+    assert ["chassis", "==", ["uuid", str(ch)]] in pbc
+    assert ["logical_port", "==", "p1"] in pbc and ["parent_port", "==", "p1"] in pbc
+    assert ["datapath", "==", ["uuid", str(d)]] in pbc
+    assert ["logical_dp_group", "!=", ["set", []]] in c["Logical_Flow"]
+    assert c["Chassis_Private"] == [["name", "==", "hv1"]]
+    pre = sb_monitor_conditions(None, None, [], [], False)
+    assert pre["Chassis_Private"] == [True]
+    assert ["type", "==", "l3gateway"] in pre["Port_Binding"]
+    assert pre["Logical_Flow"] == [False]
+    allc = sb_monitor_conditions("hv1", ch, [], [], True)
+    assert all(v == [True] for v in allc.values())
