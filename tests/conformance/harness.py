@@ -42,3 +42,71 @@ def vector_params(name: str, known_failures: dict[int, str] | None = None) -> li
             marks.append(pytest.mark.xfail(strict=True, reason=known_failures[i]))
         params.append(pytest.param(v, id=f"{name}-{i}", marks=marks))
     return params
+
+
+# ---------------------------------------------------------------------------
+# The test-ovn environment (tests/test-ovn.c).
+
+def make_symtab() -> Any:
+    """ovn_init_symtab() plus the five negative-test symbols of create_symtab()."""
+    from controller.lflow.symtab import build_ovn_symtab
+
+    st = build_ovn_symtab()
+    st.add_field("bad_prereq", "xreg0", "xyzzy", False)
+    st.add_field("self_recurse", "xreg0", "self_recurse != 0", False)
+    st.add_field("mutual_recurse_1", "xreg0", "mutual_recurse_2 != 0", False)
+    st.add_field("mutual_recurse_2", "xreg0", "mutual_recurse_1 != 0", False)
+    st.add_string("big_string", "xreg0", None)
+    return st
+
+
+_SYMTAB: Any = None
+
+
+def symtab() -> Any:
+    """Shared test symbol table (built once)."""
+    global _SYMTAB
+    if _SYMTAB is None:
+        _SYMTAB = make_symtab()
+    return _SYMTAB
+
+
+# Logical port name -> key (expression tests); also is_chassis_resident().
+PORTS: dict[str, int] = {
+    "eth0": 5, "eth1": 6, "LOCAL": 0xfffe, "lsp1": 0x11, "lsp2": 0x12, "lsp3": 0x13,
+}
+# parse-actions uses a smaller map (no lsp2/lsp3).
+ACTION_PORTS: dict[str, int] = {"eth0": 5, "eth1": 6, "LOCAL": 0xfffe, "lsp1": 0x11}
+DP_ID = 0
+
+ADDR_SET_VALUES: dict[str, list[str]] = {
+    "set1": ["10.0.0.1", "10.0.0.2", "10.0.0.3"],
+    "set2": ["::1", "::2", "::3"],
+    "set3": ["00:00:00:00:00:01", "00:00:00:00:00:02", "00:00:00:00:00:03"],
+    "set4": [],
+}
+PORT_GROUP_VALUES: dict[str, list[str]] = {
+    "0_pg1": ["lsp1", "lsp2", "lsp3"],
+    "0_pg_empty": [],
+}
+
+
+def lookup_port(name: str) -> int | None:
+    return PORTS.get(name)
+
+
+def is_chassis_resident(name: str) -> bool:
+    return name in PORTS
+
+
+def test_lines(text: str) -> list[str]:
+    """Lines as OVS ds_get_test_line() returns them (comments/blank skipped)."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            continue
+        line = line.split("#", 1)[0]
+        if not line.strip():
+            continue
+        out.append(line)
+    return out
