@@ -1,0 +1,1 @@
+"""Benchmarks for ovn-controller-py (entry point: `python -m benchmarks`, run by `make bench`)."""

@@ -1,0 +1,397 @@
+"""Command line of ovn-controller-py: a drop-in for `ovn-controller`'s arguments.
+
+Design note
+-----------
+``ovn-controller-py [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
+[--no-chdir] [--unixctl=PATH] [-vSPEC ...]`` parses the same options as the C
+daemon (SSL and syslog options are accepted and passed on), then hands an
+:class:`Options` to ``controller.daemon.run(options)``, the agent's main loop.
+
+Two subcommands are dispatched before option parsing, each to its own module
+(imported lazily, so a missing one only breaks itself):
+
+* ``ovn-controller-py lflow-compile ...`` -> ``controller.lflow.cli.main(argv)``
+* ``ovn-controller-py ctl ...``           -> ``controller.ctl.main(argv)``
+
+Defaults follow the OVS/OVN environment variables: the OVS database is
+``unix:$OVS_RUNDIR/db.sock``, the pidfile ``$OVN_RUNDIR/ovn-controller-py.pid``,
+the log file ``$OVN_LOGDIR/ovn-controller-py.log`` and the control socket
+``$OVN_RUNDIR/ovn-controller-py.<pid>.ctl`` (so ``ovn-appctl -t
+ovn-controller-py`` finds it, as it does for the C daemon).
+
+``--detach`` daemonises like OVS: fork, setsid, fork again, stdio to
+/dev/null, chdir to / unless ``--no-chdir``, write the pidfile; the original
+process exits 0 only once the daemon says it is ready and 1 if the daemon dies
+first. "Ready" is ``options.ready()``. By default the CLI calls it right
+before ``run()``; a daemon module that sets ``SIGNALS_READY = True`` calls
+``options.ready()`` itself once its control socket is up (OVS's
+``daemonize_complete()``), so ``--detach`` returns only after that.
+
+SIGTERM ends the process through ``SystemExit(0)`` so ``finally`` blocks run;
+the pidfile is removed on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from controller import vlog
+from controller.version import PROGRAM, version_text
+
+SUBCOMMANDS = {
+    "lflow-compile": "controller.lflow.cli",
+    "ctl": "controller.ctl",
+}
+DAEMON_MODULE = "controller.daemon"
+
+# Options that take an optional value and, as with getopt, only in the
+# "--opt=VALUE" form: a bare "--pidfile" must not swallow the next argument.
+_OPTIONAL_VALUE = ("--pidfile", "--log-file", "--verbose", "-v")
+
+
+def _noop() -> None:
+    return None
+
+
+@dataclass
+class Options:
+    """What the daemon gets. Paths are absolute."""
+
+    ovs_remote: str
+    pidfile: str | None = None
+    overwrite_pidfile: bool = False
+    log_file: str | None = None
+    detach: bool = False
+    no_chdir: bool = False
+    monitor: bool = False
+    user: str | None = None
+    unixctl: str | None = None
+    verbose: list[str] = field(default_factory=list)
+    chassis_name: str | None = None
+    private_key: str | None = None
+    certificate: str | None = None
+    ca_cert: str | None = None
+    bootstrap_ca_cert: str | None = None
+    ssl_protocols: str | None = None
+    ssl_ciphers: str | None = None
+    # Call once initialised (control socket up); `--detach`'s parent exits then.
+    ready: Callable[[], None] = field(default=_noop, repr=False, compare=False)
+
+
+def ovs_rundir() -> str:
+    return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
+
+
+def ovn_rundir() -> str:
+    return os.environ.get("OVN_RUNDIR", "/var/run/ovn")
+
+
+def ovn_logdir() -> str:
+    return os.environ.get("OVN_LOGDIR", "/var/log/ovn")
+
+
+def default_pidfile() -> str:
+    return os.path.join(ovn_rundir(), f"{PROGRAM}.pid")
+
+
+def default_log_file() -> str:
+    return os.path.join(ovn_logdir(), f"{PROGRAM}.log")
+
+
+def default_ovs_remote() -> str:
+    return f"unix:{os.path.join(ovs_rundir(), 'db.sock')}"
+
+
+def default_unixctl(pid: int) -> str:
+    return os.path.join(ovn_rundir(), f"{PROGRAM}.{pid}.ctl")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROGRAM,
+        description="OVN controller (Python reimplementation of ovn-controller 23.03.1)",
+        epilog=("subcommands (first argument): lflow-compile ...  compile logical flows; "
+                "ctl ...  talk to a running agent. OVS-DATABASE defaults to "
+                "unix:$OVS_RUNDIR/db.sock."),
+    )
+    p.add_argument("ovs_remote", nargs="?", metavar="OVS-DATABASE",
+                   help="OVS database remote, e.g. unix:/var/run/openvswitch/db.sock")
+    d = p.add_argument_group("daemon options")
+    d.add_argument("--detach", action="store_true", help="run in background as daemon")
+    d.add_argument("--no-chdir", action="store_true", help="do not chdir to '/'")
+    d.add_argument("--pidfile", metavar="[=FILE]",
+                   help="create pidfile (default: $OVN_RUNDIR/ovn-controller-py.pid)")
+    d.add_argument("--overwrite-pidfile", action="store_true",
+                   help="with --pidfile, start even if already running")
+    d.add_argument("--monitor", action="store_true", help="accepted; not implemented")
+    d.add_argument("--user", metavar="USER[:GROUP]", help="accepted; not implemented")
+    d.add_argument("--unixctl", metavar="PATH",
+                   help="control socket (default: $OVN_RUNDIR/ovn-controller-py.<pid>.ctl)")
+    lg = p.add_argument_group("logging options")
+    lg.add_argument("-v", "--verbose", action="append", default=[], metavar="SPEC",
+                    help="-vSPEC / --verbose=SPEC set logging levels; -v alone: debug all")
+    lg.add_argument("--log-file", metavar="[=FILE]",
+                    help="log to FILE (default: $OVN_LOGDIR/ovn-controller-py.log)")
+    lg.add_argument("--syslog-method", help="accepted; syslog is not implemented")
+    lg.add_argument("--syslog-target", help="accepted; syslog is not implemented")
+    s = p.add_argument_group("PKI / SSL options (passed to the daemon)")
+    s.add_argument("-p", "--private-key", metavar="FILE")
+    s.add_argument("-c", "--certificate", metavar="FILE")
+    s.add_argument("-C", "--ca-cert", metavar="FILE")
+    s.add_argument("--bootstrap-ca-cert", metavar="FILE")
+    s.add_argument("--ssl-protocols", metavar="PROTOS")
+    s.add_argument("--ssl-ciphers", metavar="CIPHERS")
+    o = p.add_argument_group("other options")
+    o.add_argument("-n", dest="chassis_name", metavar="NAME", help="custom chassis name")
+    o.add_argument("-V", "--version", action="store_true", help="display version information")
+    return p
+
+
+def _normalise_optional_values(argv: Sequence[str]) -> list[str]:
+    """'--pidfile' -> '--pidfile=' (empty = default), '-v' -> '--verbose='."""
+    out = []
+    for arg in argv:
+        if arg in _OPTIONAL_VALUE:
+            out.append("--verbose=" if arg == "-v" else arg + "=")
+        else:
+            out.append(arg)
+    return out
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """Parse daemon arguments into Options (exits with usage on errors, like argparse)."""
+    ns = _build_parser().parse_args(_normalise_optional_values(argv))
+    if ns.version:
+        sys.stdout.write(version_text())
+        raise SystemExit(0)
+    pidfile = None
+    if ns.pidfile is not None:
+        pidfile = os.path.abspath(ns.pidfile or default_pidfile())
+    log_file = None
+    if ns.log_file is not None:
+        log_file = os.path.abspath(ns.log_file or default_log_file())
+    unixctl = os.path.abspath(ns.unixctl) if ns.unixctl else None
+    remote = ns.ovs_remote or default_ovs_remote()
+    if remote.startswith("unix:"):
+        remote = "unix:" + os.path.abspath(remote[len("unix:"):])
+    return Options(
+        ovs_remote=remote, pidfile=pidfile, overwrite_pidfile=ns.overwrite_pidfile,
+        log_file=log_file, detach=ns.detach, no_chdir=ns.no_chdir, monitor=ns.monitor, user=ns.user,
+        unixctl=unixctl, verbose=list(ns.verbose), chassis_name=ns.chassis_name,
+        private_key=ns.private_key, certificate=ns.certificate, ca_cert=ns.ca_cert,
+        bootstrap_ca_cert=ns.bootstrap_ca_cert, ssl_protocols=ns.ssl_protocols,
+        ssl_ciphers=ns.ssl_ciphers,
+    )
+
+
+# --------------------------------------------------------------------------- pidfile
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def read_pidfile(path: str) -> int | None:
+    """The pid in `path` if that process is alive, else None."""
+    try:
+        with open(path, encoding="ascii") as f:
+            pid = int(f.read().strip() or "0")
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 and _pid_alive(pid) else None
+
+
+def check_pidfile(path: str, overwrite: bool) -> None:
+    other = read_pidfile(path)
+    if other is not None and other != os.getpid() and not overwrite:
+        raise RuntimeError(f"{path}: already running as pid {other}, aborting")
+
+
+def write_pidfile(path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()}\n")
+    os.replace(tmp, path)
+
+
+def remove_pidfile(path: str) -> None:
+    try:
+        with open(path, encoding="ascii") as f:
+            if f.read().strip() != str(os.getpid()):
+                return
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- daemonising
+
+
+class _ReadyPipe:
+    """Write end of the pipe the --detach parent waits on."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def ready(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, b"R")
+            os.close(self.fd)
+        except OSError:
+            pass
+        self.fd = None
+
+    def fail(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+def detach(no_chdir: bool) -> _ReadyPipe:
+    """Double fork. Returns in the daemon; the original process exits when the
+    daemon calls ready() (status 0) or dies/closes the pipe first (status 1)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid > 0:
+        os.close(wfd)
+        data = b""
+        try:
+            data = os.read(rfd, 1)
+        except OSError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        os._exit(0 if data == b"R" else 1)
+    os.close(rfd)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    if not no_chdir:
+        os.chdir("/")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    if devnull > 2:
+        os.close(devnull)
+    return _ReadyPipe(wfd)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def _import_optional(modname: str) -> ModuleType | None:
+    """Import `modname`; None if that module (or a parent package) does not exist.
+    Errors inside an existing module propagate."""
+    try:
+        return importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == modname or modname.startswith(exc.name + ".")):
+            return None
+        raise
+
+
+def run_subcommand(name: str, argv: list[str]) -> int:
+    modname = SUBCOMMANDS[name]
+    mod = _import_optional(modname)
+    if mod is None or not hasattr(mod, "main"):
+        sys.stderr.write(f"{PROGRAM}: subcommand '{name}' is not available in this build "
+                         f"({modname}.main is missing)\n")
+        return 1
+    return int(mod.main(argv) or 0)
+
+
+def run_daemon(options: Options) -> int:
+    log = vlog.get_logger("main")
+    daemon = _import_optional(DAEMON_MODULE)
+    if daemon is None or not hasattr(daemon, "run"):
+        vlog.setup(options.log_file, options.verbose)
+        log.error("daemon module is not available, cannot run the agent",
+                  module_missing=f"{DAEMON_MODULE}.run")
+        return 1
+    if options.pidfile:
+        try:
+            check_pidfile(options.pidfile, options.overwrite_pidfile)
+        except RuntimeError as exc:
+            sys.stderr.write(f"{PROGRAM}: {exc}\n")
+            return 1
+
+    pipe = detach(options.no_chdir) if options.detach else _ReadyPipe(None)
+    options.ready = pipe.ready
+    try:
+        vlog.setup(options.log_file, options.verbose)
+        if options.unixctl is None:
+            options.unixctl = default_unixctl(os.getpid())
+        if options.pidfile:
+            write_pidfile(options.pidfile)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        if options.monitor or options.user:
+            log.warning("--monitor and --user are accepted but not implemented")
+        log.info(f"{PROGRAM} starting", ovs_remote=options.ovs_remote, pid=os.getpid())
+        if not getattr(daemon, "SIGNALS_READY", False):
+            pipe.ready()
+        try:
+            rc = daemon.run(options)
+        except KeyboardInterrupt:
+            rc = 0
+        return int(rc or 0)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except Exception:
+        log.exception("fatal error")
+        return 1
+    finally:
+        pipe.fail()
+        if options.pidfile:
+            remove_pidfile(options.pidfile)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        return run_subcommand(args[0], args[1:])
+    try:
+        options = parse_args(args)
+    except SystemExit as exc:       # --help, --version, usage errors
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    try:
+        for spec in options.verbose:     # reject bad -v specs before detaching
+            vlog.apply_spec(spec)
+    except ValueError as exc:
+        sys.stderr.write(f"{PROGRAM}: {exc}\n")
+        return 2
+    return run_daemon(options)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
