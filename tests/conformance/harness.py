@@ -110,3 +110,40 @@ def test_lines(text: str) -> list[str]:
             continue
         out.append(line)
     return out
+
+
+def addr_sets() -> dict[str, Any]:
+    from controller.lflow.expr_nodes import const_set_from_integers
+
+    return {name: const_set_from_integers(vals) for name, vals in ADDR_SET_VALUES.items()}
+
+
+def port_groups() -> dict[str, Any]:
+    from controller.lflow.expr_nodes import const_set_from_strings
+
+    return {name: const_set_from_strings(vals) for name, vals in PORT_GROUP_VALUES.items()}
+
+
+def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
+    """test_parse_expr__(steps): 0 parse, 1 +annotate, 2 +simplify/evaluate
+    conditions, 3 +normalize.  Returns (expr, error)."""
+    from controller.lflow import expr_parse
+
+    e, err = expr_parse.parse_expr_string(text, symtab(), addr_sets(), port_groups(), DP_ID)
+    if err is not None or steps == 0:
+        return e, err
+    from controller.lflow import expr_annotate
+
+    try:
+        e = expr_annotate.annotate(e, symtab())
+    except expr_parse.ExprError as exc:
+        return None, str(exc)
+    if steps > 1:
+        e = expr_annotate.simplify(e)
+        e = expr_annotate.evaluate_condition(e, is_chassis_resident)
+    if steps > 2:
+        from controller.lflow import expr_normalize
+
+        e = expr_normalize.normalize(e)
+        assert expr_normalize.is_normalized(e)
+    return e, None
