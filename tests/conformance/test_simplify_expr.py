@@ -1,0 +1,16 @@
+"""`test-ovn simplify-expr` vectors (special cases and is_chassis_resident)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.lflow.expr_nodes import expr_format
+from tests.conformance.harness import run_expr_steps, vector_params
+
+
+@pytest.mark.parametrize("vec", vector_params("simplify-expr"))
+def test_simplify_expr(vec: dict[str, Any]) -> None:
+    e, err = run_expr_steps(vec["input"], 2)
+    assert [err if err is not None else expr_format(e)] == vec["expected"]
