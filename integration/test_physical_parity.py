@@ -1,0 +1,286 @@
+"""Parity of physical/ with the C ovn-controller on reference-data/rich, without daemons.
+
+Loads rich/sb.db (a standalone ovsdb file) into IDL-like rows, builds a
+PhysicalContext from conf-ovs.txt, ports.txt and ct-zones.txt, runs
+physical.build_all() and compares tables 0, 37-41 and 64-78 with the C
+agent's flows.raw.txt (cookies stripped, port names as dumped).
+
+Run ``python -m integration.test_physical_parity`` for per-table counts.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import types
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+from physical import ChassisTunnel, LocalDatapath, PhysicalContext, TunnelType, build_all
+from physical.ofbuild import PhysFlow
+
+RICH = Path("/work/shared/reference-data/rich")
+SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
+PHYS_TABLES = {0, 37, 38, 39, 40, 41} | set(range(64, 79))
+
+
+# ----------------------------------------------------------------------
+# Standalone ovsdb file -> IDL-like rows
+# ----------------------------------------------------------------------
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    data = path.read_bytes()
+    out: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(data):
+        nl = data.index(b"\n", pos)
+        header = data[pos:nl].decode()
+        length = int(header.split()[2])
+        out.append(json.loads(data[nl + 1:nl + 1 + length]))
+        pos = nl + 1 + length
+        while pos < len(data) and data[pos:pos + 1] == b"\n":
+            pos += 1
+    return out
+
+
+class SbSnapshot:
+    """Rows by table; each row a SimpleNamespace like the python IDL's Row."""
+
+    def __init__(self, path: Path) -> None:
+        records = _records(path)
+        schema = json.loads(SB_SCHEMA.read_text())["tables"]
+        raw: dict[str, dict[str, dict[str, Any]]] = collections.defaultdict(dict)
+        for rec in records[1:]:
+            for table, rows in rec.items():
+                if table.startswith("_") or not isinstance(rows, dict):
+                    continue
+                for u, row in rows.items():
+                    if row is None:
+                        raw[table].pop(u, None)
+                    else:
+                        raw[table].setdefault(u, {}).update(row)
+        self.rows: dict[str, dict[str, types.SimpleNamespace]] = {}
+        for table, rows in raw.items():
+            self.rows[table] = {u: types.SimpleNamespace(uuid=uuid.UUID(u)) for u in rows}
+        for table, rows in raw.items():
+            cols = schema[table]["columns"]
+            for u, row in rows.items():
+                obj = self.rows[table][u]
+                for col, ctype in cols.items():
+                    setattr(obj, col, self._convert(row.get(col), ctype["type"]))
+
+    def _atom(self, value: Any, base: Any) -> Any:
+        if isinstance(value, list) and value and value[0] == "uuid":
+            ref = base.get("refTable") if isinstance(base, dict) else None
+            if ref:
+                return self.rows.get(ref, {}).get(value[1])
+            return uuid.UUID(value[1])
+        return value
+
+    def _convert(self, value: Any, ctype: Any) -> Any:
+        if isinstance(ctype, str):
+            ctype = {"key": ctype}
+        key, val = ctype["key"], ctype.get("value")
+        mn, mx = ctype.get("min", 1), ctype.get("max", 1)
+        if value is None:
+            if val is not None:
+                return {}
+            if mn == 1 and mx == 1:
+                kt = key if isinstance(key, str) else key["type"]
+                return {"string": "", "integer": 0, "boolean": False, "real": 0.0}.get(kt)
+            return []
+        if val is not None:
+            pairs = value[1] if value[0] == "map" else []
+            return {self._atom(k, key): self._atom(v, val) for k, v in pairs}
+        if isinstance(value, list) and value and value[0] == "set":
+            items = [self._atom(v, key) for v in value[1]]
+        else:
+            items = [self._atom(value, key)]
+        items = [i for i in items if i is not None]
+        if mn == 1 and mx == 1:
+            return items[0] if items else None
+        if items and hasattr(items[0], "uuid"):
+            return sorted(items, key=lambda r: r.uuid)
+        return sorted(items)
+
+    def table(self, name: str) -> list[types.SimpleNamespace]:
+        return list(self.rows.get(name, {}).values())
+
+
+# ----------------------------------------------------------------------
+# PhysicalContext from the text dumps
+# ----------------------------------------------------------------------
+
+def _conf_interfaces(text: str) -> list[dict[str, str]]:
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s+Interface (\S+): (.*)", line)
+        if not m:
+            continue
+        d = {"name": m.group(1)}
+        for km in re.finditer(r'(\w+)=("[^"]*"|\{[^}]*\}|\S+?)(?:;|$)', m.group(2)):
+            d[km.group(1)] = km.group(2).strip('"')
+        iid = re.search(r'iface-id="([^"]+)"', m.group(2))
+        if iid:
+            d["iface-id"] = iid.group(1)
+        rip = re.search(r'remote_ip="([^"]+)"', m.group(2))
+        if rip:
+            d["remote_ip"] = rip.group(1)
+        out.append(d)
+    return out
+
+
+def port_names(ports_txt: str) -> dict[int, str]:
+    return {int(m.group(1)): m.group(2)
+            for m in re.finditer(r"^ (\d+)\(([^)]*)\):", ports_txt, re.M)}
+
+
+def build_context(sb: SbSnapshot, data: Path) -> tuple[PhysicalContext, Any]:
+    conf = (data / "conf-ovs.txt").read_text()
+    system_id = re.search(r'system-id="([^"]+)"', conf)
+    assert system_id
+    chassis = next(c for c in sb.table("Chassis") if c.name == system_id.group(1))
+    pbs = sb.table("Port_Binding")
+    by_name = {pb.logical_port: pb for pb in pbs}
+    ifaces = _conf_interfaces(conf)
+    vif_ofports = {i["iface-id"]: int(i["ofport"]) for i in ifaces if "iface-id" in i}
+    patch_ofports = {i["name"][len("patch-br-int-to-"):]: int(i["ofport"]) for i in ifaces
+                     if i.get("type") == "patch" and i["name"].startswith("patch-br-int-to-")}
+    encap_chassis = {e.ip: e.chassis_name for e in sb.table("Encap")}
+    tun_types = {"geneve": TunnelType.GENEVE, "stt": TunnelType.STT, "vxlan": TunnelType.VXLAN}
+    tunnels = [ChassisTunnel(encap_chassis[i["remote_ip"]], int(i["ofport"]), tun_types[i["type"]],
+                             i["remote_ip"], ":" in i["remote_ip"])
+               for i in ifaces if i.get("type") in tun_types and i.get("remote_ip") in encap_chassis]
+    zones = {}
+    for line in (data / "ct-zones.txt").read_text().splitlines():
+        if line.strip():
+            owner, zone = line.split()
+            zones[owner] = int(zone)
+
+    # Local datapaths: datapaths of ports bound here (VIFs, localports with a VIF,
+    # chassisredirect/l3gateway bound here), then everything reachable over patch ports.
+    def peer_of(pb: Any) -> Any:
+        peer = by_name.get(pb.options.get("peer", ""))
+        return peer if peer is not None and peer.type == pb.type else None
+
+    seeds = set()
+    for pb in pbs:
+        bound = pb.chassis[0].name == chassis.name if pb.chassis else False
+        if pb.logical_port in vif_ofports or bound:
+            seeds.add(pb.datapath.uuid)
+    by_dp: dict[Any, list[Any]] = collections.defaultdict(list)
+    for pb in pbs:
+        by_dp[pb.datapath.uuid].append(pb)
+    dps = {dp.uuid: dp for dp in sb.table("Datapath_Binding")}
+    local: dict[int, LocalDatapath] = {}
+    todo = list(seeds)
+    while todo:
+        du = todo.pop()
+        dp = dps[du]
+        if dp.tunnel_key in local:
+            continue
+        ld = LocalDatapath(dp, is_switch="logical-switch" in dp.external_ids)
+        local[dp.tunnel_key] = ld
+        for pb in by_dp[du]:
+            if pb.type == "localnet":
+                ld.localnet_port = pb
+            elif pb.type == "external":
+                ld.external_ports[pb.logical_port] = pb
+            if pb.additional_chassis:
+                ld.multichassis_ports[pb.logical_port] = pb
+            if pb.type == "patch":
+                peer = peer_of(pb)
+                if peer is not None:
+                    ld.peer_ports.append((pb, peer))
+                    todo.append(peer.datapath.uuid)
+    sb_global = sb.table("SB_Global")
+    use_ct_mark = True
+    if sb_global:
+        use_ct_mark = sb_global[0].options.get("lb_hairpin_use_ct_mark", "true") == "true"
+    ctx = PhysicalContext(
+        chassis=chassis, local_datapaths=local, port_bindings_by_name=by_name,
+        vif_ofports=vif_ofports, patch_ofports=patch_ofports, chassis_tunnels=tunnels,
+        ct_zones=zones, all_chassis=sb.table("Chassis"), lb_hairpin_use_ct_mark=use_ct_mark)
+    tables = types.SimpleNamespace(
+        port_bindings=pbs, multicast_groups=sb.table("Multicast_Group"),
+        mac_bindings=sb.table("MAC_Binding"), static_mac_bindings=sb.table("Static_MAC_Binding"),
+        fdbs=sb.table("FDB"), load_balancers=sb.table("Load_Balancer"))
+    return ctx, tables
+
+
+# ----------------------------------------------------------------------
+# Comparison
+# ----------------------------------------------------------------------
+
+def _table_of(line: str) -> int:
+    m = re.search(r"(?:^|, )table=(\d+), ", line)
+    return int(m.group(1)) if m else 0
+
+
+def expected_lines(data: Path) -> list[str]:
+    out = []
+    for line in (data / "flows.raw.txt").read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("OFPST_", "NXST_")):
+            continue
+        line = re.sub(r"^cookie=0x[0-9a-f]+, ", "", line)
+        if _table_of(line) in PHYS_TABLES:
+            out.append(line)
+    return out
+
+
+def actual_lines(flows: list[PhysFlow], names: dict[int, str]) -> list[str]:
+    seen: set[Any] = set()
+    out = []
+    for f in flows:
+        if f.key() in seen:
+            continue  # ofctrl keeps the first flow for a (table, priority, match)
+        seen.add(f.key())
+        out.append(f.to_string(names))
+    return out
+
+
+def compare(data: Path = RICH) -> dict[int, tuple[int, int, int]]:
+    sb = SbSnapshot(data / "sb.db")
+    ctx, tables = build_context(sb, data)
+    names = port_names((data / "ports.txt").read_text())
+    exp = collections.Counter(expected_lines(data))
+    act = collections.Counter(actual_lines(build_all(ctx, tables), names))
+    result: dict[int, tuple[int, int, int]] = {}
+    for table in sorted(PHYS_TABLES):
+        e = collections.Counter({k: v for k, v in exp.items() if _table_of(k) == table})
+        a = collections.Counter({k: v for k, v in act.items() if _table_of(k) == table})
+        same = sum((e & a).values())
+        result[table] = (same, sum((e - a).values()), sum((a - e).values()))
+    return result
+
+
+def diff_lines(data: Path = RICH) -> tuple[list[str], list[str]]:
+    sb = SbSnapshot(data / "sb.db")
+    ctx, tables = build_context(sb, data)
+    names = port_names((data / "ports.txt").read_text())
+    exp = collections.Counter(expected_lines(data))
+    act = collections.Counter(actual_lines(build_all(ctx, tables), names))
+    return sorted((exp - act).elements()), sorted((act - exp).elements())
+
+
+def test_rich_physical_parity() -> None:
+    result = compare()
+    missing = {t: r[1] for t, r in result.items() if r[1]}
+    extra = {t: r[2] for t, r in result.items() if r[2]}
+    assert sum(r[0] for r in result.values()) > 100
+    assert not missing and not extra, (missing, extra)
+
+
+if __name__ == "__main__":
+    for t, (same, miss, extra) in compare().items():
+        if same or miss or extra:
+            print(f"table {t:2d}: identical {same:3d}  missing {miss:3d}  extra {extra:3d}")
+    m, x = diff_lines()
+    for line in m:
+        print("-", line)
+    for line in x:
+        print("+", line)

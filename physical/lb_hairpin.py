@@ -1,0 +1,188 @@
+"""Load-balancer hairpin flows (tables 68 and 70), lflow.c consider_lb_hairpin_flows.
+
+Owned by the SB Load_Balancer row (cookie = first 32 bits of its UUID).  Only
+load balancers applied to a local datapath produce flows.  Template load
+balancers (options:template=true) are skipped: their VIPs need
+Chassis_Template_Var expansion, which the agent does not feed here yet.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from physical import constants as C
+from physical.inputs import PhysicalContext, Row, cookie_of, opt1
+from physical.ofbuild import (Action, CtCommitSnat, Learn, LearnSpec, PhysFlow, PMatch,
+                              load)
+
+_PROTO = {"tcp": C.IPPROTO_TCP, "udp": C.IPPROTO_UDP, "sctp": C.IPPROTO_SCTP}
+_L4 = {C.IPPROTO_TCP: "tcp", C.IPPROTO_UDP: "udp", C.IPPROTO_SCTP: "sctp"}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    ip: int
+    is_ipv6: bool
+    port: int      # 0 = none
+
+
+def parse_endpoint(text: str) -> Endpoint | None:
+    """ip_address_and_port_from_lb_key: "IP", "IP:port", "[IP6]" or "[IP6]:port"."""
+    text = text.strip()
+    port = 0
+    try:
+        if text.startswith("["):
+            host, _, rest = text[1:].partition("]")
+            if rest:
+                if not rest.startswith(":"):
+                    return None
+                port = int(rest[1:])
+            return _endpoint(ipaddress.IPv6Address(host), port)
+        if text.count(":") == 1:
+            host, _, p = text.partition(":")
+            port = int(p)
+            return _endpoint(ipaddress.IPv4Address(host), port)
+        if ":" in text:
+            return _endpoint(ipaddress.IPv6Address(text), 0)
+        return _endpoint(ipaddress.IPv4Address(text), 0)
+    except ValueError:
+        return None
+
+
+def _endpoint(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> Endpoint | None:
+    if port < 0 or port > 65535:
+        return None
+    return Endpoint(int(addr), addr.version == 6, port)
+
+
+def parse_vips(vips: dict[str, str]) -> list[tuple[Endpoint, list[Endpoint]]]:
+    out: list[tuple[Endpoint, list[Endpoint]]] = []
+    for key in sorted(vips):
+        vip = parse_endpoint(key)
+        if vip is None:
+            continue
+        backends: list[Endpoint] = []
+        ok = True
+        for tok in (t for t in vips[key].split(",") if t):
+            be = parse_endpoint(tok)
+            if be is None or be.is_ipv6 != vip.is_ipv6 or (vip.port and not be.port):
+                ok = False
+                continue
+            backends.append(be)
+        if ok:
+            out.append((vip, backends))
+    return out
+
+
+def _hairpin_snat_ips(options: dict[str, str]) -> tuple[int | None, int | None]:
+    text = options.get("hairpin_snat_ip")
+    v4: int | None = None
+    v6: int | None = None
+    if not text:
+        return None, None
+    for tok in text.split():
+        try:
+            addr = ipaddress.ip_address(tok)
+        except ValueError:
+            return None, None
+        if addr.version == 4 and v4 is None:
+            v4 = int(addr)
+        elif addr.version == 6 and v6 is None:
+            v6 = int(addr)
+    return v4, v6
+
+
+def _lb_datapaths(lb: Row) -> list[Row]:
+    dps = list(lb.datapaths)
+    grp = opt1(lb.datapath_group)
+    if grp is not None:
+        dps += list(grp.datapaths)
+    return dps
+
+
+def _vip_match(vip: Endpoint, orig_tuple: bool) -> list[tuple[str, int, int | None]]:
+    if vip.is_ipv6:
+        if not orig_tuple:
+            return [("ct_ipv6_dst", vip.ip, None)]
+        return [(r, (vip.ip >> (96 - 32 * i)) & 0xFFFFFFFF, None)
+                for i, r in enumerate(C.LB_ORIG_DIP_IPV6_REGS)]
+    if not orig_tuple:
+        return [("ct_nw_dst", vip.ip, None)]
+    return [(C.LB_ORIG_DIP_IPV4, vip.ip, None)]
+
+
+def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
+    local_dps = [dp for dp in _lb_datapaths(lb) if dp.tunnel_key in ctx.local_datapaths]
+    if not local_dps:
+        return []
+    if str(lb.options.get("template", "false")).lower() == "true":
+        return []
+    proto_name = opt1(lb.protocol) or ""
+    proto = _PROTO.get(proto_name, C.IPPROTO_TCP) if proto_name else C.IPPROTO_TCP
+    orig_tuple = str(lb.options.get("hairpin_orig_tuple", "false")).lower() == "true"
+    snat4, snat6 = _hairpin_snat_ips(lb.options)
+    cookie = cookie_of(lb)
+    flows: list[PhysFlow] = []
+    l4 = _L4[proto]
+    ct_trk_dnat = [("ct_state", 0x20 | 0x80, 0x20 | 0x80)]
+    vips = parse_vips(lb.vips)
+
+    for vip, backends in vips:
+        snat_ip = (snat6 if vip.is_ipv6 else snat4)
+        reply_dst = snat_ip if snat_ip is not None else vip.ip
+        for be in backends:
+            items: list[tuple[str, int, int | None]] = [] if orig_tuple else list(ct_trk_dnat)
+            if vip.is_ipv6:
+                items += [("eth_type", C.ETH_TYPE_IPV6, None), ("ipv6_src", be.ip, None),
+                          ("ipv6_dst", be.ip, None)]
+            else:
+                items += [("eth_type", C.ETH_TYPE_IP, None), ("ip_src", be.ip, None),
+                          ("ip_dst", be.ip, None)]
+            items += _vip_match(vip, orig_tuple)
+            if be.port:
+                items += [("nw_proto", proto, None), (f"{l4}_dst", be.port, None)]
+                if not orig_tuple:
+                    items += [("ct_nw_proto", proto, None), ("ct_tp_dst", vip.port, None)]
+                else:
+                    items.append((C.LB_ORIG_TP_DPORT, vip.port, 0xFFFF))
+            if ctx.lb_hairpin_use_ct_mark:
+                items.append(("ct_mark", C.OVN_CT_NATTED, C.OVN_CT_NATTED))
+            else:
+                items.append(("ct_label", C.OVN_CT_NATTED, C.OVN_CT_NATTED))
+            src_f, dst_f = ("ipv6_src", "ipv6_dst") if vip.is_ipv6 else ("ip_src", "ip_dst")
+            specs = [LearnSpec("match_field", "metadata"),
+                     LearnSpec("match_imm", "eth_type", n_bits=16,
+                               imm=C.ETH_TYPE_IPV6 if vip.is_ipv6 else C.ETH_TYPE_IP),
+                     LearnSpec("match_field", src_f),
+                     LearnSpec("match_imm", dst_f, imm=reply_dst)]
+            if be.port:
+                specs += [LearnSpec("match_imm", "nw_proto", imm=proto),
+                          LearnSpec("match_field", f"{l4}_src", src=f"{l4}_dst")]
+            else:
+                specs.append(LearnSpec("match_field", "nw_proto"))
+            specs.append(LearnSpec("load_imm", C.LOG_FLAGS, C.MLF_LOOKUP_LB_HAIRPIN_BIT, 1, imm=1))
+            acts: list[Action] = [load(C.LOG_FLAGS, 1, C.MLF_LOOKUP_LB_HAIRPIN_BIT, 1),
+                                  Learn(C.T_CHK_LB_HAIRPIN_REPLY, cookie, tuple(specs))]
+            flows.append(PhysFlow(C.T_CHK_LB_HAIRPIN, 100, PMatch(items), acts, cookie, lb.uuid))
+
+    for vip, _backends in vips:
+        snat_ip = (snat6 if vip.is_ipv6 else snat4)
+        ct = CtCommitSnat(C.LOG_SNAT_ZONE, snat_ip if snat_ip is not None else vip.ip, vip.is_ipv6)
+        items = [] if orig_tuple else list(ct_trk_dnat)
+        items.append(("eth_type", C.ETH_TYPE_IPV6 if vip.is_ipv6 else C.ETH_TYPE_IP, None))
+        items += _vip_match(vip, orig_tuple)
+        if vip.port:
+            items.append(("nw_proto", proto, None))
+            if not orig_tuple:
+                items += [("ct_nw_proto", proto, None), ("ct_tp_dst", vip.port, None)]
+            else:
+                items.append((C.LB_ORIG_TP_DPORT, vip.port, 0xFFFF))
+        base = 100 if vip.port else 90
+        if snat_ip is None:
+            flows.append(PhysFlow(C.T_CT_SNAT_HAIRPIN, base, PMatch(items), [ct], cookie, lb.uuid))
+        else:
+            for dp in local_dps:
+                m = PMatch([*items, (C.LOG_DATAPATH, dp.tunnel_key, None)])
+                flows.append(PhysFlow(C.T_CT_SNAT_HAIRPIN, base + 100, m, [ct], cookie, lb.uuid))
+    return flows
