@@ -1,0 +1,212 @@
+"""Extend tables (group and meter ids by name) and OpenFlow group specs.
+
+Design (after OVN lib/extend-table.c):
+
+* An entry is identified by its *name* (for groups: the group's text spec,
+  for meters: the meter name or a `__string: ...` description) and gets the
+  lowest free id starting at 1.
+* `desired` holds what the current flows reference (each entry with the set
+  of owners, i.e. SB rows, that use it); `existing` what was installed.  A
+  desired entry whose name is already installed reuses the installed id and
+  the two are *peers*.  An id is released only when neither side holds it.
+* After a put, `sync()` copies every desired entry without a peer into
+  `existing`; existing entries without a desired peer are deleted from the
+  switch by the put and dropped with `remove_existing()`.
+
+Group contents travel as structured `GroupSpec` data given to `assign_id`
+(this code base has no OVS group-string parser); `GroupSpec.to_string()`
+prints the name the C agent would use.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterator, Sequence
+
+import structlog
+
+from ofctrl.flow import encode_actions_bytes
+from ofctrl.messages import GROUP_TYPES, GroupBucket
+
+log = structlog.get_logger("ofctrl.groups")
+
+MAX_EXT_TABLE_ID = 65535
+
+
+class ExtendInfo:
+    __slots__ = ("name", "table_id", "peer", "owners", "spec")
+
+    def __init__(self, name: str, table_id: int, peer: "ExtendInfo | None", spec: Any = None) -> None:
+        self.name = name
+        self.table_id = table_id
+        self.peer = peer
+        if peer is not None:
+            peer.peer = self
+        self.owners: set[Hashable] = set()
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return "ExtendInfo(%r, id=%d)" % (self.name, self.table_id)
+
+
+class ExtendTable:
+    """Ids by name, desired vs existing; see the module docstring."""
+
+    def __init__(self, max_id: int = MAX_EXT_TABLE_ID) -> None:
+        self.max_id = max_id
+        self.desired: dict[str, ExtendInfo] = {}
+        self.existing: dict[str, ExtendInfo] = {}
+        self.by_owner: dict[Hashable, set[str]] = {}
+        self._used: set[int] = set()
+        self._free: list[int] = []  # released ids below _next (lazy heap)
+        self._next = 1
+
+    # ------------------------------------------------------------ ids
+    def _alloc_id(self) -> int | None:
+        while self._free:
+            i = heapq.heappop(self._free)
+            if i not in self._used:
+                self._used.add(i)
+                return i
+        if self._next > self.max_id:
+            return None
+        i = self._next
+        self._next += 1
+        self._used.add(i)
+        return i
+
+    def _release_id(self, i: int) -> None:
+        if i in self._used:
+            self._used.discard(i)
+            heapq.heappush(self._free, i)
+
+    # ------------------------------------------------------------ desired
+    def assign_id(self, name: str, owner: Hashable, spec: Any = None) -> int | None:
+        """Id for `name`, referenced by `owner`; None when ids run out."""
+        e = self.desired.get(name)
+        if e is None:
+            ex = self.existing.get(name)
+            if ex is not None and ex.peer is None:
+                table_id = ex.table_id
+            else:
+                ex = None
+                new_id = self._alloc_id()
+                if new_id is None:
+                    log.error("out of table ids", name=name)
+                    return None
+                table_id = new_id
+            e = ExtendInfo(name, table_id, ex, spec)
+            self.desired[name] = e
+        elif spec is not None and e.spec is None:
+            e.spec = spec
+        e.owners.add(owner)
+        self.by_owner.setdefault(owner, set()).add(name)
+        return e.table_id
+
+    def desired_lookup(self, name: str) -> ExtendInfo | None:
+        return self.desired.get(name)
+
+    def remove_desired(self, owner: Hashable) -> None:
+        """Forget `owner`'s references; entries nobody references go away."""
+        names = self.by_owner.pop(owner, None)
+        if not names:
+            return
+        for name in names:
+            e = self.desired.get(name)
+            if e is None:
+                continue
+            e.owners.discard(owner)
+            if not e.owners:
+                self._drop_desired(e)
+
+    def _drop_desired(self, e: ExtendInfo) -> None:
+        del self.desired[e.name]
+        if e.peer is not None:
+            e.peer.peer = None
+        else:
+            self._release_id(e.table_id)
+
+    def clear_desired(self) -> None:
+        for e in list(self.desired.values()):
+            self._drop_desired(e)
+        self.by_owner = {}
+
+    # ------------------------------------------------------------ existing
+    def uninstalled(self) -> Iterator[ExtendInfo]:
+        """Desired entries not installed yet."""
+        return (e for e in list(self.desired.values()) if e.peer is None)
+
+    def unneeded(self) -> Iterator[ExtendInfo]:
+        """Installed entries no longer desired."""
+        return (e for e in list(self.existing.values()) if e.peer is None)
+
+    def remove_existing(self, e: ExtendInfo) -> None:
+        if self.existing.get(e.name) is e:
+            del self.existing[e.name]
+        if e.peer is not None:
+            e.peer.peer = None
+        else:
+            self._release_id(e.table_id)
+
+    def clear_existing(self) -> None:
+        """The switch was cleared: nothing is installed any more."""
+        for e in list(self.existing.values()):
+            self.remove_existing(e)
+
+    def sync(self) -> None:
+        """Everything desired is now installed."""
+        for e in self.desired.values():
+            if e.peer is None:
+                ex = ExtendInfo(e.name, e.table_id, e, e.spec)
+                self.existing[e.name] = ex
+
+
+# ------------------------------------------------------------------ groups
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    bucket_id: int
+    actions: tuple[Any, ...]
+    weight: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """An OpenFlow group, as OVN builds them (`type=select,...,bucket=...`)."""
+
+    type: str  # "select" | "all" | "indirect" | "ff"
+    buckets: tuple[Bucket, ...]
+    selection_method: str | None = None
+    selection_method_param: int = 0
+    fields: bytes = b""  # encoded OXM headers of hash fields
+    fields_text: str = ""  # e.g. "ip_src,ip_dst" for to_string()
+
+    def type_code(self) -> int:
+        return GROUP_TYPES[self.type]
+
+    def wire_buckets(self) -> list[GroupBucket]:
+        return [GroupBucket(b.bucket_id, encode_actions_bytes(b.actions), b.weight) for b in self.buckets]
+
+    def to_string(self) -> str:
+        parts = ["type=" + self.type]
+        if self.selection_method:
+            parts.append("selection_method=" + self.selection_method)
+            if self.fields_text:
+                parts.append("fields(" + self.fields_text + ")")
+        for b in self.buckets:
+            s = "bucket=bucket_id=%d" % b.bucket_id
+            if b.weight is not None:
+                s += ",weight:%d" % b.weight
+            acts = ",".join(a.format() for a in b.actions)
+            s += ",actions=" + (acts or "drop")
+            parts.append(s)
+        return ",".join(parts)
+
+
+class GroupTable(ExtendTable):
+    def assign_group(self, spec: GroupSpec, owner: Hashable, name: str | None = None) -> int | None:
+        """Id of the group `spec` (named by its text unless `name` given)."""
+        return self.assign_id(name if name is not None else spec.to_string(), owner, spec)
+
+    def specs(self) -> Sequence[tuple[int, GroupSpec | None]]:
+        return [(e.table_id, e.spec) for e in self.desired.values()]

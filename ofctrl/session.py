@@ -1,0 +1,474 @@
+"""The ofctrl OpenFlow session: Geneve TLV negotiation, clear, flow updates.
+
+Design (after OVN 23.03 ofctrl.c).  States of a connection:
+
+  NEW -> TLV_REQUESTED -> [TLV_MOD_SENT] -> WAIT_BEFORE_CLEAR -> CLEAR_FLOWS
+      -> UPDATE_FLOWS (terminal until the connection drops)
+
+* NEW sends NXT_TLV_TABLE_REQUEST.  If the reply maps the OVN Geneve option
+  (class 0x0102, type 0x80, len 4) we use that tun_metadata slot; else we map
+  the lowest free one with NXT_TLV_TABLE_MOD + barrier.  "Already mapped" /
+  "duplicate" errors (another controller raced us) restart from NEW; other
+  failures disable Geneve (`geneve_field` None).
+* WAIT_BEFORE_CLEAR waits `wait_before_clear_ms` so the first full flow
+  computation is ready; CLEAR_FLOWS forgets what we believe is installed
+  and arms `initial_clear`, so the next `put` deletes all flows and groups
+  and installs everything *inside the same atomic bundle* (no empty moment).
+* `put` (only in UPDATE_FLOWS and with no tx backlog): NXT_CT_FLUSH_ZONE for
+  queued zones, meter mods, one ORDERED|ATOMIC bundle of group adds, flow
+  mods (tracked changes or full compare) and group deletes, meter deletes,
+  then a barrier.  The `req_cfg` passed to put becomes `cur_cfg` when that
+  barrier is answered (coalescing like 23.03).
+* Any OpenFlow error is logged with its decoded name and the offending flow
+  text, the offending flow (or group) is quarantined, and the connection is
+  reset: the resync installs everything else.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from typing import Any, Mapping, Protocol
+
+import ovs.poller
+import ovs.timeval
+import structlog
+
+from ofctrl import messages as m
+from ofctrl.connection import Connection, Target
+from ofctrl.desired import DesiredFlowTable
+from ofctrl.flow import Flow
+from ofctrl.groups import GroupTable
+from ofctrl.installed import InstalledFlowTable, update_by_compare, update_by_track
+from ofctrl.meters import MeterConfig, MeterTable
+
+log = structlog.get_logger("ofctrl")
+
+S_NEW = "S_NEW"
+S_TLV_TABLE_REQUESTED = "S_TLV_TABLE_REQUESTED"
+S_TLV_TABLE_MOD_SENT = "S_TLV_TABLE_MOD_SENT"
+S_WAIT_BEFORE_CLEAR = "S_WAIT_BEFORE_CLEAR"
+S_CLEAR_FLOWS = "S_CLEAR_FLOWS"
+S_UPDATE_FLOWS = "S_UPDATE_FLOWS"
+
+TUN_METADATA_NUM_OPTS = 64
+_BUNDLE_FLAGS = m.OFPBF_ORDERED | m.OFPBF_ATOMIC
+
+
+class CtZoneFlusher(Protocol):
+    """What the session needs from the agent's ct-zone state (controller/ct_zones.py)."""
+
+    def take_queued_flushes(self) -> list[int]: ...
+
+    def assign_barrier(self, xid: int) -> None: ...
+
+    def barrier_acked(self, xid: int) -> None: ...
+
+    def openflow_reconnected(self) -> None: ...
+
+
+def _match_len(wire: bytes) -> int:
+    """Padded length of the ofp_match at the start of `wire`."""
+    (n,) = struct.unpack_from("!H", wire, 2)
+    return (n + 7) // 8 * 8
+
+
+class OfctrlSession:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        wait_before_clear_ms: int = 0,
+        probe_interval_ms: int = 0,
+        groups: GroupTable | None = None,
+        meters: MeterTable | None = None,
+        ct_zones: CtZoneFlusher | None = None,
+        max_tx_bytes: int = 1 << 30,
+    ) -> None:
+        self.conn = Connection(target, probe_interval_ms=probe_interval_ms, max_tx_bytes=max_tx_bytes)
+        self.state = S_NEW
+        self.wait_before_clear_ms = wait_before_clear_ms
+        self._wait_expire = 0
+        self.groups = groups if groups is not None else GroupTable()
+        self.meters = meters if meters is not None else MeterTable()
+        self.ct_zones = ct_zones
+        self.installed_lflows = InstalledFlowTable()
+        self.installed_pflows = InstalledFlowTable()
+        self.geneve_index: int | None = None
+        self.initial_clear = False
+        self.cur_cfg = 0
+        self._flow_updates: deque[list[int]] = deque()  # [barrier xid, req_cfg]
+        self._old_req_cfg = 0
+        self._skipped_last_time = False
+        self._bundle_id = 0
+        self._conn_seqno = 0
+        self._xid = 0
+        self._xid2 = 0
+        self._immediate_wake = False
+        self._reset_pending = False
+        # Per put in flight: (barrier xid, {xid: Flow | ("group", name) | ("meter", id)}).
+        self._inflight: deque[tuple[int, dict[int, Any]]] = deque()
+        # Quarantined after an error: key_hash -> Flow; group names.
+        self.rejected_flows: dict[int, Flow] = {}
+        self.rejected_groups: set[str] = set()
+        self.errors: list[tuple[str, str]] = []  # (error name, offending text), most recent last
+        self.n_puts = 0
+
+    # ------------------------------------------------------------ info
+    @property
+    def geneve_field(self) -> str | None:
+        """`tun_metadataN` carrying OVN's Geneve option, once negotiated."""
+        if not self.conn.is_connected() or self.geneve_index is None:
+            return None
+        if self.state in (S_WAIT_BEFORE_CLEAR, S_CLEAR_FLOWS, S_UPDATE_FLOWS):
+            return "tun_metadata%d" % self.geneve_index
+        return None
+
+    def has_backlog(self) -> bool:
+        return self.conn.has_backlog()
+
+    def can_put(self) -> bool:
+        return self.state == S_UPDATE_FLOWS and not self.conn.has_backlog()
+
+    def is_connected(self) -> bool:
+        return self.conn.is_connected()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------ loop
+    def run(self) -> bool:
+        """Advance the connection and state machine; True if (re)connected."""
+        self.conn.run()
+        reconnected = False
+        if not self.conn.is_connected():
+            return False
+        if self._conn_seqno != self.conn.seqno:
+            self._conn_seqno = self.conn.seqno
+            reconnected = True
+            self.state = S_NEW
+            self._inflight.clear()
+            if self.ct_zones is not None:
+                self.ct_zones.openflow_reconnected()
+        progress = True
+        i = 0
+        while progress and i < 50:
+            i += 1
+            old = self.state
+            self._run_state()
+            msg = self.conn.recv()
+            if msg is not None:
+                self._recv_state(msg)
+            progress = old != self.state or msg is not None
+        self._immediate_wake = progress
+        if self._reset_pending:
+            self._reset_pending = False
+            self.conn.force_reconnect()
+        return reconnected
+
+    def wait(self, poller: ovs.poller.Poller) -> None:
+        self.conn.wait(poller)
+        if self._immediate_wake:
+            poller.immediate_wake()
+        elif self.state == S_WAIT_BEFORE_CLEAR and self._wait_expire:
+            poller.timer_wait_until(self._wait_expire)
+
+    def _send(self, msg: bytes) -> int:
+        self.conn.send(msg)
+        return int(m.HEADER.unpack_from(msg)[3])
+
+    def _run_state(self) -> None:
+        st = self.state
+        if st == S_NEW:
+            self._xid = self._send(m.tlv_table_request(self.conn.next_xid()))
+            self.state = S_TLV_TABLE_REQUESTED
+        elif st == S_WAIT_BEFORE_CLEAR:
+            now = ovs.timeval.msec()
+            if not self.wait_before_clear_ms or (self._wait_expire and now >= self._wait_expire):
+                self._wait_expire = 0
+                self.state = S_CLEAR_FLOWS
+            elif not self._wait_expire:
+                self._wait_expire = now + self.wait_before_clear_ms
+        elif st == S_CLEAR_FLOWS:
+            log.debug("clearing all flows")
+            self.initial_clear = True
+            self.installed_lflows.clear()
+            self.installed_pflows.clear()
+            self.groups.clear_existing()
+            self.meters.clear_existing()
+            self._flow_updates.clear()
+            self.state = S_UPDATE_FLOWS
+            self._immediate_wake = True
+
+    def _recv_state(self, msg: bytes) -> None:
+        st = self.state
+        mtype = msg[1]
+        xid = int(m.HEADER.unpack_from(msg)[3])
+        if st == S_TLV_TABLE_REQUESTED and xid == self._xid:
+            if mtype == m.OFPT_EXPERIMENTER and m.nx_subtype(msg) == m.NXT_TLV_TABLE_REPLY:
+                if self._process_tlv_reply(msg):
+                    return
+            elif mtype == m.OFPT_ERROR:
+                log.error("switch refused to allocate Geneve option", error=m.decode_error(msg).name)
+            else:
+                log.error("unexpected reply to TLV table request", type=mtype)
+            self.geneve_index = None
+            self.state = S_WAIT_BEFORE_CLEAR
+        elif st == S_TLV_TABLE_MOD_SENT and xid in (self._xid, self._xid2):
+            if xid == self._xid2 and mtype == m.OFPT_BARRIER_REPLY:
+                self.state = S_WAIT_BEFORE_CLEAR
+            elif xid == self._xid and mtype == m.OFPT_ERROR:
+                err = m.decode_error(msg)
+                if err.experimenter == m.NX_VENDOR_ID and err.code in (m.NXTTMFC_ALREADY_MAPPED, m.NXTTMFC_DUP_ENTRY):
+                    log.info("raced with another controller adding Geneve option; trying again", error=err.name)
+                    self.state = S_NEW
+                else:
+                    log.error("error adding Geneve option", error=err.name)
+                    self.geneve_index = None
+                    self.state = S_WAIT_BEFORE_CLEAR
+            else:
+                log.error("unexpected reply to Geneve option allocation request", type=mtype)
+                self.geneve_index = None
+                self.state = S_WAIT_BEFORE_CLEAR
+        elif st == S_UPDATE_FLOWS and mtype == m.OFPT_BARRIER_REPLY:
+            self._barrier_reply(xid)
+        else:
+            self._recv_other(msg, mtype)
+
+    def _process_tlv_reply(self, msg: bytes) -> bool:
+        _, _, maps = m.decode_tlv_table_reply(msg)
+        used = 0
+        for tm in maps:
+            if (tm.option_class, tm.option_type, tm.option_len) == (
+                m.OVN_GENEVE_CLASS, m.OVN_GENEVE_TYPE, m.OVN_GENEVE_LEN
+            ):
+                if tm.index >= TUN_METADATA_NUM_OPTS:
+                    log.error("Geneve option already in use with unsupported index", index=tm.index)
+                    return False
+                self.geneve_index = tm.index
+                self.state = S_WAIT_BEFORE_CLEAR
+                return True
+            if tm.index < TUN_METADATA_NUM_OPTS:
+                used |= 1 << tm.index
+        free = [i for i in range(TUN_METADATA_NUM_OPTS) if not used & (1 << i)]
+        if not free:
+            log.error("no Geneve options free for use by OVN")
+            return False
+        self.geneve_index = free[0]
+        tm = m.TlvMap(m.OVN_GENEVE_CLASS, m.OVN_GENEVE_TYPE, m.OVN_GENEVE_LEN, free[0])
+        self._xid = self._send(m.tlv_table_mod(self.conn.next_xid(), m.NXTTMC_ADD, [tm]))
+        self._xid2 = self._send(m.barrier_request(self.conn.next_xid()))
+        self.state = S_TLV_TABLE_MOD_SENT
+        return True
+
+    def _barrier_reply(self, xid: int) -> None:
+        ups = self._flow_updates
+        if ups and ups[0][0] == xid:
+            if ups[0][1] >= self.cur_cfg:
+                self.cur_cfg = ups[0][1]
+            ups.popleft()
+        infl = self._inflight
+        while infl and _xid_le(infl[0][0], xid):
+            infl.popleft()
+        if self.ct_zones is not None:
+            self.ct_zones.barrier_acked(xid)
+
+    def _recv_other(self, msg: bytes, mtype: int) -> None:
+        if mtype == m.OFPT_ERROR:
+            self._handle_error(msg)
+        else:
+            log.debug("OpenFlow packet ignored", type=mtype)
+
+    def _describe_xid(self, xid: int | None) -> tuple[str, Any]:
+        if xid is None:
+            return "", None
+        for _, table in self._inflight:
+            what = table.get(xid)
+            if what is not None:
+                if isinstance(what, Flow):
+                    try:
+                        return what.to_string(), what
+                    except Exception:  # formatting must never break error handling
+                        return repr(what), what
+                return "%s %s" % what, what
+        return "", None
+
+    def _handle_error(self, msg: bytes) -> None:
+        err = m.decode_error(msg)
+        xid = int(m.HEADER.unpack_from(msg)[3])
+        text, what = self._describe_xid(xid)
+        if not text:
+            text, what = self._describe_xid(err.offending_xid())
+        name = err.name
+        self.errors.append((name, text))
+        del self.errors[:-100]
+        if isinstance(what, Flow):
+            self.rejected_flows[what.key_hash] = what
+        elif isinstance(what, tuple) and what[0] == "group":
+            self.rejected_groups.add(what[1])
+        if name.startswith("OFPBFC_"):  # bundle failed: a summary of the above
+            log.info("OpenFlow error", error=name)
+        else:
+            log.warning("OpenFlow error", error=name, offending=text or None, xid=xid)
+        self._reset_pending = True
+
+    # ------------------------------------------------------------- put
+    def put(
+        self,
+        lflows: DesiredFlowTable,
+        pflows: DesiredFlowTable,
+        req_cfg: int = 0,
+        lflows_changed: bool = True,
+        pflows_changed: bool = True,
+        sb_meters: Mapping[str, MeterConfig] | None = None,
+    ) -> bool:
+        """Bring the switch up to date with the desired tables; True if sent."""
+        need_put = False
+        if lflows_changed or pflows_changed or self._skipped_last_time or self.initial_clear:
+            need_put = True
+            self._old_req_cfg = req_cfg
+        elif req_cfg != self._old_req_cfg:
+            if self.cur_cfg == self._old_req_cfg:
+                if not self._flow_updates:
+                    self.cur_cfg = req_cfg
+                    self._old_req_cfg = req_cfg
+            else:
+                need_put = True
+                self._old_req_cfg = req_cfg
+        if not need_put:
+            return False
+        if not self.can_put():
+            self._skipped_last_time = True
+            return False
+        self.n_puts += 1
+
+        conn = self.conn
+        msgs: list[bytes] = []
+        inflight: dict[int, Any] = {}
+
+        if self.ct_zones is not None:
+            for zone in self.ct_zones.take_queued_flushes():
+                msgs.append(m.ct_flush_zone(conn.next_xid(), zone))
+
+        initial = self.initial_clear
+        msgs.extend(self.meters.messages_before_bundle(sb_meters or {}, initial, conn.next_xid))
+
+        bundle_id = self._bundle_id
+        self._bundle_id = (self._bundle_id + 1) & 0xFFFFFFFF
+        open_at = len(msgs)
+        msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_OPEN_REQUEST, _BUNDLE_FLAGS))
+        if initial:
+            msgs.append(m.bundle_add(bundle_id, m.delete_all_flows(conn.next_xid()), _BUNDLE_FLAGS))
+            msgs.append(m.bundle_add(bundle_id, m.delete_all_groups(conn.next_xid()), _BUNDLE_FLAGS))
+            lflows.untrack()
+            pflows.untrack()
+            lflows_changed = pflows_changed = True
+            self.initial_clear = False
+
+        for e in self.groups.uninstalled():
+            spec = e.spec
+            if spec is None or e.name in self.rejected_groups:
+                if spec is None:
+                    log.error("group has no spec", name=e.name)
+                continue
+            xids: list[int] = []
+
+            def gen_xid() -> Any:
+                while True:
+                    x = conn.next_xid()
+                    xids.append(x)
+                    yield x
+
+            for gm in m.group_mods(gen_xid(), m.OFPGC15_ADD, spec.type_code(), e.table_id, spec.wire_buckets(),
+                                   spec.selection_method, spec.selection_method_param, spec.fields):
+                msgs.append(m.bundle_add(bundle_id, gm, _BUNDLE_FLAGS))
+            for x in xids:
+                inflight[x] = ("group", e.name)
+
+        rejected = self.rejected_flows
+        bundle_flow_mod = m.bundle_flow_mod
+        append = msgs.append
+        next_xid = conn.next_xid
+        ADD = m.OFPFC_ADD
+        DEL = m.OFPFC_DELETE_STRICT
+
+        def emit(cmd: int, flow: Flow) -> None:
+            if rejected:
+                bad = rejected.get(flow.key_hash)
+                if bad is not None and bad.same_key(flow):
+                    if cmd == DEL:
+                        del rejected[flow.key_hash]
+                        return
+                    if bad.same_content(flow):
+                        return  # still the flow OVS refused
+                    del rejected[flow.key_hash]
+                    cmd = ADD
+            x = next_xid()
+            if cmd == DEL:
+                w = flow.wire()
+                body = w[:_match_len(w)]
+                cookie = 0
+            else:
+                body = flow.wire()
+                cookie = flow.cookie if cmd == ADD else 0
+            append(bundle_flow_mod(x, bundle_id, _BUNDLE_FLAGS, cmd, flow.table, flow.priority, cookie, body))
+            inflight[x] = flow
+
+        skipped = self._skipped_last_time
+        if lflows_changed or skipped:
+            if lflows.change_tracked:
+                update_by_track(lflows, self.installed_lflows, emit)
+            else:
+                update_by_compare(lflows, self.installed_lflows, emit)
+        if pflows_changed or skipped:
+            if pflows.change_tracked:
+                update_by_track(pflows, self.installed_pflows, emit)
+            else:
+                update_by_compare(pflows, self.installed_pflows, emit)
+        self._skipped_last_time = False
+
+        for e in list(self.groups.unneeded()):
+            x = conn.next_xid()
+            append(m.bundle_add(bundle_id, m.delete_group(x, e.table_id), _BUNDLE_FLAGS))
+            inflight[x] = ("group delete", e.name)
+            self.groups.remove_existing(e)
+
+        if len(msgs) == open_at + 1:
+            msgs.pop()
+        else:
+            msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_COMMIT_REQUEST, _BUNDLE_FLAGS))
+        self.groups.sync()
+        msgs.extend(self.meters.messages_after_bundle(conn.next_xid))
+
+        if msgs:
+            bxid = conn.next_xid()
+            msgs.append(m.barrier_request(bxid))
+            self._inflight.append((bxid, inflight))
+            conn.send_many(msgs)
+            if self.ct_zones is not None:
+                self.ct_zones.assign_barrier(bxid)
+            ups = self._flow_updates
+            while ups:
+                last = ups[-1]
+                if req_cfg < last[1]:
+                    log.warning("req_cfg regressed", old=last[1], new=req_cfg)
+                    ups.pop()
+                    continue
+                break
+            if ups and ups[-1][1] == req_cfg:
+                ups[-1][0] = bxid
+            else:
+                ups.append([bxid, req_cfg])
+        elif self._flow_updates:
+            self._flow_updates[-1][1] = req_cfg
+        else:
+            self.cur_cfg = req_cfg
+
+        lflows.change_tracked = True
+        pflows.change_tracked = True
+        return bool(msgs)
+
+
+def _xid_le(a: int, b: int) -> bool:
+    """a <= b for 32-bit wrapping xids."""
+    return ((b - a) & 0xFFFFFFFF) < 0x80000000
