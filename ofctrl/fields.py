@@ -31,6 +31,7 @@ __all__ = [
     "Field",
     "FIELDS",
     "field",
+    "field_by_header",
     "lookup",
     "format_value",
     "parse_value",
@@ -186,6 +187,42 @@ _TABLE: tuple[tuple[str, str, int, int, bool, bool, str, str, str,
 
 _GROUPS = {"reg0": 16, "xreg0": 8, "xxreg0": 4, "tun_metadata0": 64}
 
+# Other header assignments OVS accepts for some fields (legacy NXM codes for
+# fields whose OF1.5 header is a standard OXM one, experimenter variants).
+_ALT_HEADERS: dict[str, tuple[int, int, int | None]] = {
+    "NXOXM_ET_DP_HASH": (0xffff, 0, 0x2320),
+    "NXM_NX_TUN_ID": (0x0001, 16, None),
+    "ONFOXM_ET_ACTSET_OUTPUT": (0xffff, 43, 0x4f4e4600),
+    "NXM_OF_ETH_SRC": (0x0000, 2, None),
+    "NXM_OF_ETH_DST": (0x0000, 1, None),
+    "NXM_OF_ETH_TYPE": (0x0000, 3, None),
+    "NXM_OF_IP_SRC": (0x0000, 7, None),
+    "NXM_OF_IP_DST": (0x0000, 8, None),
+    "NXM_NX_IPV6_SRC": (0x0001, 19, None),
+    "NXM_NX_IPV6_DST": (0x0001, 20, None),
+    "NXM_NX_IPV6_LABEL": (0x0001, 27, None),
+    "NXM_OF_IP_PROTO": (0x0000, 6, None),
+    "NXM_NX_IP_ECN": (0x0001, 28, None),
+    "NXM_OF_ARP_OP": (0x0000, 15, None),
+    "NXM_OF_ARP_SPA": (0x0000, 16, None),
+    "NXM_OF_ARP_TPA": (0x0000, 17, None),
+    "NXM_NX_ARP_SHA": (0x0001, 17, None),
+    "NXM_NX_ARP_THA": (0x0001, 18, None),
+    "NXM_OF_TCP_SRC": (0x0000, 9, None),
+    "NXM_OF_TCP_DST": (0x0000, 10, None),
+    "NXM_NX_TCP_FLAGS": (0x0001, 34, None),
+    "ONFOXM_ET_TCP_FLAGS": (0xffff, 42, 0x4f4e4600),
+    "NXM_OF_UDP_SRC": (0x0000, 11, None),
+    "NXM_OF_UDP_DST": (0x0000, 12, None),
+    "NXM_OF_ICMP_TYPE": (0x0000, 13, None),
+    "NXM_OF_ICMP_CODE": (0x0000, 14, None),
+    "NXM_NX_ICMPV6_TYPE": (0x0001, 21, None),
+    "NXM_NX_ICMPV6_CODE": (0x0001, 22, None),
+    "NXM_NX_ND_TARGET": (0x0001, 23, None),
+    "NXM_NX_ND_SLL": (0x0001, 24, None),
+    "NXM_NX_ND_TLL": (0x0001, 25, None),
+}
+
 
 def _build() -> tuple[dict[str, Field], dict[str, Field]]:
     fields: dict[str, Field] = {}
@@ -220,6 +257,26 @@ def _build() -> tuple[dict[str, Field], dict[str, Field]]:
 
 
 FIELDS, _BY_NAME = _build()
+
+
+def _build_header_index() -> dict[tuple[int, int, int | None], Field]:
+    index: dict[tuple[int, int, int | None], Field] = {}
+    for f in FIELDS.values():
+        if f.oxm_class is not None and f.oxm_field is not None:
+            index.setdefault((f.oxm_class, f.oxm_field, f.experimenter), f)
+    for hname, key in _ALT_HEADERS.items():
+        index.setdefault(key, _BY_NAME[hname])
+    return index
+
+
+_BY_HEADER = _build_header_index()
+
+
+def field_by_header(oxm_class: int, oxm_field: int,
+                    experimenter: int | None = None) -> Field | None:
+    """The field an OXM/NXM header (class, field[, experimenter]) denotes, for
+    every assignment OVS knows (OF1.5 OXM and legacy NXM), or None."""
+    return _BY_HEADER.get((oxm_class, oxm_field, experimenter))
 
 
 def field(name: str) -> Field:
