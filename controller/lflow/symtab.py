@@ -83,7 +83,7 @@ class Symbol:
         self.must_crossproduct = must_crossproduct
         self.rw = rw
         # Free slot for the expression code to cache parsed expansions.
-        self.cache: dict[str, Any] = {}
+        self.cache: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Symbol({self.name!r})"

@@ -130,9 +130,9 @@ def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
     from controller.lflow import expr_parse
 
     e, err = expr_parse.parse_expr_string(text, symtab(), addr_sets(), port_groups(), DP_ID)
-    if err is not None or steps == 0:
+    if err is not None or steps == 0 or e is None:
         return e, err
-    from controller.lflow import expr_annotate
+    import controller.lflow.expr_annotate as expr_annotate
 
     try:
         e = expr_annotate.annotate(e, symtab())
@@ -142,7 +142,7 @@ def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
         e = expr_annotate.simplify(e)
         e = expr_annotate.evaluate_condition(e, is_chassis_resident)
     if steps > 2:
-        from controller.lflow import expr_normalize
+        import controller.lflow.expr_normalize as expr_normalize
 
         e = expr_normalize.normalize(e)
         assert expr_normalize.is_normalized(e)
