@@ -1,0 +1,217 @@
+import structlog
+
+from controller.binding import (BindingCtx, RuntimeData, binding_run, can_bind_here,
+                                CanBind, handle_ovs_interface_changes,
+                                handle_port_binding_changes, retry_postponed)
+from controller.if_status import IfState, IfStatusMgr
+from controller.indexes import SbIndexes
+from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+from ofctrl.seqno import SeqnoTracker
+from tests.agent.fakes import FakeRow, dp, pb
+
+
+def chassis(name, hostname=None):
+    return FakeRow(name=name, hostname=hostname or name, encaps=[], other_config={})
+
+
+class World:
+    def __init__(self):
+        self.me = chassis("hv1", "host1")
+        self.other = chassis("hv2")
+        self.ls = dp(1, external_ids={"logical-switch": "x"})
+        self.lr = dp(2, external_ids={"logical-router": "x"})
+        self.ls2 = dp(3, external_ids={"logical-switch": "y"})
+        self.pbs = {}
+        self.ifaces = []
+        self.br = FakeRow(name="br-int", ports=[])
+        self.seq = SeqnoTracker()
+        self.mgr = IfStatusMgr(self.seq)
+        self.rt = RuntimeData()
+        self.idx = SbIndexes()
+        self.now = 10_000
+
+    def add_pb(self, *a, **kw):
+        p = pb(*a, **kw)
+        self.pbs[p.uuid] = p
+        return p
+
+    def add_vif(self, name, iface_id, ofport=1, **ext):
+        e = {"iface-id": iface_id}
+        e.update(ext)
+        iface = FakeRow(name=name, type="", external_ids=e, ofport=[ofport])
+        self.br.ports.append(FakeRow(name=name, interfaces=[iface]))
+        return iface
+
+    def ctx(self, sb_readonly=False):
+        self.idx.rebuild({"Port_Binding": self.pbs})
+        return BindingCtx(self.me, self.idx, self.pbs, self.br, sb_readonly, False, self.mgr,
+                          {"phys": "br-ex"}, now_ms=self.now)
+
+    def run(self, **kw):
+        binding_run(self.ctx(**kw), self.rt)
+
+
+def test_requested_chassis_rules():
+    me = chassis("hv1", "host1")
+    d = dp(1)
+    assert can_bind_here(me, pb("a", d, 1)) is CanBind.MAIN
+    assert can_bind_here(me, pb("a", d, 1, options={"requested-chassis": "host1"})) \
+        is CanBind.MAIN
+    assert can_bind_here(me, pb("a", d, 1, options={"requested-chassis": "hv9,hv1"})) \
+        is CanBind.ADDITIONAL
+    assert can_bind_here(me, pb("a", d, 1, options={"requested-chassis": "hv9"})) \
+        is CanBind.CANNOT
+    assert can_bind_here(me, pb("a", d, 1, options={"requested-chassis": "hv9"},
+                                requested_chassis=[me])) is CanBind.MAIN
+
+
+def test_vif_claim_via_if_status_then_up_after_ack():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1)
+    iface = w.add_vif("vif1", "p1")
+    w.add_vif("vif-noport", "p9", ofport=-1)
+    with structlog.testing.capture_logs() as logs:
+        w.run()
+    assert p1.chassis == [w.me]
+    assert "Claiming lport p1 for this chassis." in [e["event"] for e in logs]
+    assert w.rt.local_lports == {"p1"} and "p9" not in w.rt.bindings
+    assert set(w.rt.local_datapaths) == {w.ls.uuid}
+    assert "1_1" in w.rt.related_lport_ids
+    view = _view(w)
+    w.mgr.update(view, w.me, False, False)
+    assert w.mgr.state_of("p1") is IfState.INSTALL_FLOWS
+    # Nothing is marked up before the barrier acks the flows.
+    w.mgr.run(view, w.me, False, False)
+    assert "ovn-installed" not in iface.external_ids and p1.up == [False]
+    w.seq.run(w.seq.get_req_cfg())
+    with structlog.testing.capture_logs() as logs:
+        w.mgr.run(view, w.me, False, False)
+    events = [e["event"] for e in logs]
+    assert "Setting lport p1 ovn-installed in OVS" in events
+    assert "Setting lport p1 up in Southbound" in events
+    assert iface.external_ids["ovn-installed"] == "true" and p1.up == [True]
+    w.mgr.update(view, w.me, False, False)
+    assert w.mgr.state_of("p1") is IfState.INSTALLED
+
+
+def _view(w):
+    from controller.binding import Binder
+    return Binder(w.ctx(), w.rt, track=False)
+
+
+def test_release_when_requested_elsewhere_and_localport():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1, chassis=[w.me], options={"requested-chassis": "hv2"})
+    lp = w.add_pb("lp", w.ls, 2, type="localport")
+    w.add_vif("vif1", "p1")
+    w.add_vif("vif2", "lp")
+    w.run()
+    assert p1.chassis == []
+    assert "lp" in w.rt.related_lports and "lp" not in w.rt.bound_here
+
+
+def test_anti_flip_flop_postpones_reclaim():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1)
+    w.add_vif("vif1", "p1")
+    w.run()
+    assert p1.chassis == [w.me]
+    p1.__dict__["chassis"] = [w.other]       # another chassis took it
+    w.now += 100
+    w.run()
+    assert p1.chassis == [w.other] and "p1" in w.rt.postponed
+    w.now += 600
+    assert retry_postponed(w.ctx(), w.rt)
+    assert p1.chassis == [w.me] and not w.rt.postponed
+
+
+def test_gateways_container_localnet_and_patch_peers():
+    w = World()
+    l2 = w.add_pb("l2", w.ls2, 5, type="l2gateway", options={"l2gateway-chassis": "hv1"})
+    l3 = w.add_pb("l3", w.lr, 6, type="l3gateway", options={"l3gateway-chassis": "hv9"},
+                  chassis=[w.me])
+    parent = w.add_pb("vm", w.ls, 1)
+    child = w.add_pb("ctr", w.ls, 2, parent_port=["vm"], tag=[10])
+    ln = w.add_pb("ln", w.ls, 3, type="localnet", options={"network_name": "phys"})
+    sw_rp = w.add_pb("ls-lr", w.ls, 4, type="patch", options={"peer": "lr-ls"})
+    rp = w.add_pb("lr-ls", w.lr, 1, type="patch", options={"peer": "ls-lr"})
+    w.add_vif("vif1", "vm")
+    w.run()
+    assert l2.chassis == [w.me] and l2.up == [True]
+    assert l3.chassis == []                         # not ours any more
+    assert child.chassis == [w.me]                  # container claimed directly
+    assert {w.ls.uuid, w.lr.uuid, w.ls2.uuid} == set(w.rt.local_datapaths)
+    ld = w.rt.local_datapaths[w.ls.uuid]
+    assert ld.localnet_port is ln
+    assert ld.peer_ports == [(sw_rp, rp)]
+    assert {"vm", "ctr", "ln", "l2"} <= w.rt.local_lports
+    assert parent.chassis == [w.me]
+    dump = w.rt.dump_local_bindings()
+    assert "name: [vm], OVS interface name : [vif1], num binding lports : [2]" in dump
+
+
+def test_ha_chassisredirect_active_and_standby():
+    w = World()
+    hc_me = FakeRow(chassis=[w.me], priority=20)
+    hc_other = FakeRow(chassis=[w.other], priority=10)
+    grp = FakeRow(ha_chassis=[hc_me], ref_chassis=[])
+    cr = w.add_pb("cr-lrp", w.lr, 3, type="chassisredirect", ha_chassis_group=[grp])
+    w.run()
+    assert cr.chassis == [w.me] and w.lr.uuid in w.rt.local_datapaths
+    grp2 = FakeRow(ha_chassis=[hc_me, hc_other], ref_chassis=[])
+    cr2 = w.add_pb("cr2", w.ls2, 3, type="chassisredirect", ha_chassis_group=[grp2])
+    w.run()   # no BFD tunnels up: standby, datapath still local
+    assert cr2.chassis == [] and w.ls2.uuid in w.rt.local_datapaths
+
+
+def test_incremental_interface_and_port_binding_handlers():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1)
+    p2 = w.add_pb("p2", w.ls, 2)
+    w.run()
+    assert p1.chassis == [] and w.rt.local_lports == set()
+    # A new VIF appears.
+    iface = w.add_vif("vif1", "p1")
+    t = ChangeTracker(["Interface", "Port_Binding"])
+    t.record("Interface", ROW_CREATE, iface)
+    assert handle_ovs_interface_changes(w.ctx(), w.rt, t["Interface"])
+    assert p1.chassis == [w.me] and "p1" in w.rt.local_lports
+    assert w.ls.uuid in w.rt.tracked_dps.dps
+    assert w.rt.tracked_dps.dps[w.ls.uuid].type.value == "new"
+    # iface-id changes from p1 to p2: p1 released, p2 claimed.
+    w.rt.clear_tracked()
+    t.clear()
+    iface.external_ids = {"iface-id": "p2"}
+    t.record("Interface", ROW_UPDATE, iface, {"external_ids": None})
+    assert handle_ovs_interface_changes(w.ctx(), w.rt, t["Interface"])
+    assert p1.chassis == [] and p2.chassis == [w.me]
+    assert w.rt.local_lports == {"p2"}
+    # requested-chassis moves p2 away: the PB handler releases it.
+    t.clear()
+    p2.__dict__["options"] = {"requested-chassis": "hv2"}
+    t.record("Port_Binding", ROW_UPDATE, p2, {"options": None})
+    assert handle_port_binding_changes(w.ctx(), w.rt, t["Port_Binding"])
+    assert p2.chassis == [] and "p2" not in w.rt.local_lports
+    # A type change needs a recompute.
+    t.clear()
+    t.record("Port_Binding", ROW_UPDATE, p1, {"type": None})
+    assert not handle_port_binding_changes(w.ctx(), w.rt, t["Port_Binding"])
+    # Deleting the interface.
+    t.clear()
+    p2.__dict__["options"] = {}
+    w.run()
+    assert p2.chassis == [w.me]
+    w.br.ports.clear()
+    t.record("Interface", ROW_DELETE, iface)
+    assert handle_ovs_interface_changes(w.ctx(), w.rt, t["Interface"])
+    assert p2.chassis == [] and "p2" not in w.rt.bindings
+
+
+def test_sb_readonly_defers_claim():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1)
+    w.add_vif("vif1", "p1")
+    w.run(sb_readonly=True)
+    assert p1.chassis == [] and w.mgr.state_of("p1") is IfState.CLAIMED
+    w.mgr.update(_view(w), w.me, False, False)   # SB writable again
+    assert p1.chassis == [w.me]
