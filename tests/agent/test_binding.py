@@ -102,7 +102,7 @@ def _view(w):
 def test_release_when_requested_elsewhere_and_localport():
     w = World()
     p1 = w.add_pb("p1", w.ls, 1, chassis=[w.me], options={"requested-chassis": "hv2"})
-    lp = w.add_pb("lp", w.ls, 2, type="localport")
+    w.add_pb("lp", w.ls, 2, type="localport")
     w.add_vif("vif1", "p1")
     w.add_vif("vif2", "lp")
     w.run()
