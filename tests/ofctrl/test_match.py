@@ -197,7 +197,7 @@ def test_encode_layout() -> None:
 def test_encode_matches_os_ken_where_it_orders_correctly() -> None:
     from os_ken.ofproto import ofproto_v1_5_parser as parser
 
-    cases = [
+    cases: list[tuple[Match, dict[str, object]]] = [
         (Match.parse("metadata=0x4"), dict(metadata=4)),
         (Match.parse("ip,nw_src=10.0.0.1"), dict(eth_type=0x800, ipv4_src="10.0.0.1")),
         (Match.parse("dl_src=0a:00:00:00:00:01,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00"),
