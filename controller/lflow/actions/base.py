@@ -1,0 +1,455 @@
+"""Shared pieces of the OVN action compiler: parameters, constants, field
+references, the parse context, and small OpenFlow building helpers.
+
+Design note
+-----------
+Every logical action is a small ``__slots__`` dataclass deriving from
+``OvnAction`` with two methods: ``format()`` (OVN syntax, re-parseable) and
+``encode(ep, out)`` which appends ofctrl action objects to ``out``.  Parsing
+state lives in ``ActionContext`` (lexer, parse params, accumulated
+prerequisites, nesting depth, write scope); the lexer's sticky first-error
+rule gives exactly OVN's error messages.  Expressions (field references,
+constants, prerequisite expressions) come from ``controller.lflow.expr`` /
+``symtab``; only the thin glue needed here is in this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+from uuid import UUID
+
+from controller.lflow import lexer as lx
+from controller.lflow.actions.extend_table import ExtendTable
+from controller.lflow.actions.dhcp_opts import (
+    CONTROLLER_EVENT_OPTIONS, DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS,
+    GenOption)
+
+# ---------------------------------------------------------------------------
+# Fixed numbers (controller/lflow.h, include/ovn/logical-fields.h).
+
+OFTABLE_ECMP_NH_MAC = 76
+OFTABLE_ECMP_NH = 77
+OFTABLE_CHK_LB_AFFINITY = 78
+
+MFF_LOG_FLAGS = "reg10"
+MFF_LOG_DNAT_ZONE = "reg11"
+MFF_LOG_SNAT_ZONE = "reg12"
+MFF_LOG_CT_ZONE = "reg13"
+MFF_LOG_INPORT = "reg14"
+MFF_LOG_OUTPORT = "reg15"
+
+MLF_LOOKUP_MAC_BIT = 6
+MLF_LOOKUP_LB_HAIRPIN_BIT = 7
+MLF_LOOKUP_FDB_BIT = 8
+MLF_CHECK_PORT_SEC_BIT = 12
+MLF_LOOKUP_COMMIT_ECMP_NH_BIT = 13
+MLF_USE_LB_AFF_SESSION_BIT = 14
+
+# Write scopes (expr_write_scope).
+WR_DEFAULT = 1
+WR_CT_COMMIT = 2
+
+P_INGRESS = 0
+P_EGRESS = 1
+
+# Controller opcodes (include/ovn/actions.h, enum action_opcode).
+OP_ARP = 0
+OP_PUT_ARP = 1
+OP_PUT_DHCP_OPTS = 2
+OP_ND_NA = 3
+OP_PUT_ND = 4
+OP_PUT_DHCPV6_OPTS = 5
+OP_DNS_LOOKUP = 6
+OP_LOG = 7
+OP_PUT_ND_RA_OPTS = 8
+OP_ND_NS = 9
+OP_ICMP = 10
+OP_TCP_RESET = 11
+OP_ND_NA_ROUTER = 12
+OP_PUT_ICMP4_FRAG_MTU = 13
+OP_ICMP4_ERROR = 14
+OP_EVENT = 15
+OP_IGMP = 16
+OP_BIND_VPORT = 17
+OP_HANDLE_SVC_CHECK = 18
+OP_DHCP6_SERVER = 19
+OP_ICMP6_ERROR = 20
+OP_PUT_ICMP6_FRAG_MTU = 21
+OP_REJECT = 22
+OP_BFD_MSG = 23
+OP_SCTP_ABORT = 24
+OP_PUT_FDB = 25
+OP_ACTIVATION_STRATEGY_RARP = 26
+
+NX_CTLR_NO_METER = 0
+
+MAX_NESTED_ACTION_DEPTH = 32
+
+
+# ---------------------------------------------------------------------------
+# Parameters.
+
+@dataclass(slots=True)
+class ParseParams:
+    """What ``parse_actions`` needs (struct ovnact_parse_params)."""
+
+    symtab: Any
+    dhcp_opts: dict[str, GenOption] = field(default_factory=lambda: DHCPV4_OPTIONS)
+    dhcpv6_opts: dict[str, GenOption] = field(default_factory=lambda: DHCPV6_OPTIONS)
+    nd_ra_opts: dict[str, GenOption] = field(default_factory=lambda: ND_RA_OPTIONS)
+    controller_event_opts: Sequence[dict[str, GenOption]] = CONTROLLER_EVENT_OPTIONS
+    pipeline: int = P_INGRESS
+    n_tables: int = 29
+    cur_ltable: int = 0
+
+
+@dataclass(slots=True)
+class OvsFeatures:
+    """OVS capabilities that change the encoding (all off in the vectors)."""
+
+    ct_zero_snat: bool = False        # nat(src) inside ct_commit's ct()
+    dp_hash_l4_sym: bool = False      # selection_method_param on select groups
+    controller_meter: bool = False    # meter_id= on controller() actions
+
+
+def _no_port(name: str) -> int | None:
+    return None
+
+
+@dataclass(slots=True)
+class EncodeParams:
+    """What ``encode_ovnacts`` needs (struct ovnact_encode_params)."""
+
+    lookup_port: Callable[[str], int | None] = _no_port
+    tunnel_ofport: Callable[[str], int | None] = _no_port
+    is_switch: bool = True
+    pipeline: int = P_INGRESS
+    ingress_ptable: int = 8
+    egress_ptable: int = 42
+    output_ptable: int = 37
+    mac_bind_ptable: int = 66
+    mac_lookup_ptable: int = 67
+    lb_hairpin_ptable: int = 68
+    lb_hairpin_reply_ptable: int = 69
+    ct_snat_vip_ptable: int = 70
+    fdb_ptable: int = 71
+    fdb_lookup_ptable: int = 72
+    in_port_sec_ptable: int = 73
+    out_port_sec_ptable: int = 75
+    common_nat_ct_zone: str = MFF_LOG_DNAT_ZONE
+    lflow_uuid: UUID = UUID(int=0)
+    dp_key: int = 0
+    ctrl_meter_id: int = NX_CTLR_NO_METER
+    collector_ids: frozenset[int] | set[int] | None = None
+    group_table: ExtendTable = field(default_factory=ExtendTable)
+    meter_table: ExtendTable = field(default_factory=ExtendTable)
+    features: OvsFeatures = field(default_factory=OvsFeatures)
+
+    def first_ptable(self, pipeline: int) -> int:
+        return self.ingress_ptable if pipeline == P_INGRESS else self.egress_ptable
+
+
+# ---------------------------------------------------------------------------
+# Constants (union expr_constant) and constant sets.
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """An integer constant (value, optional mask, lex format) or a string."""
+
+    value: int = 0
+    mask: int | None = None
+    fmt: int = lx.F_DECIMAL
+    string: str | None = None
+
+    @property
+    def masked(self) -> bool:
+        return self.mask is not None
+
+    def width(self) -> int:
+        """expr_constant_width(): bits needed to hold the constant."""
+        if self.mask is not None:
+            return self.mask.bit_length()
+        if self.fmt in (lx.F_DECIMAL, lx.F_HEXADECIMAL):
+            return self.value.bit_length()
+        return {lx.F_IPV4: 32, lx.F_IPV6: 128, lx.F_ETHERNET: 48}[self.fmt]
+
+    def format(self) -> str:
+        if self.string is not None:
+            return lx.json_escape(self.string)
+        if self.mask is not None:
+            tok = lx.Token(lx.T_MASKED_INTEGER, None, self.value, self.mask, self.fmt)
+        else:
+            tok = lx.Token(lx.T_INTEGER, None, self.value, 0, self.fmt)
+        return lx.format_token(tok)
+
+
+@dataclass(frozen=True, slots=True)
+class ConstSet:
+    values: tuple[Const, ...]
+    is_string: bool
+    in_curlies: bool
+
+    def format(self) -> str:
+        body = ", ".join(c.format() for c in self.values)
+        if self.in_curlies or len(self.values) != 1:
+            return "{" + body + "}"
+        return body
+
+
+# ---------------------------------------------------------------------------
+# Field references (struct expr_field) over the symbol table.
+
+@dataclass(frozen=True, slots=True)
+class FieldRef:
+    symbol: Any      # symtab symbol
+    ofs: int
+    n_bits: int      # 0 for string fields
+
+    @property
+    def name(self) -> str:
+        return str(self.symbol.name)
+
+    def format(self) -> str:
+        sym = self.symbol
+        if self.ofs or self.n_bits != sym.width:
+            if self.n_bits != 1:
+                return f"{sym.name}[{self.ofs}..{self.ofs + self.n_bits - 1}]"
+            return f"{sym.name}[{self.ofs}]"
+        return str(sym.name)
+
+    def resolve(self) -> tuple[str, int, int]:
+        """(OVS field name, bit offset, bit count), as expr_resolve_field()."""
+        sym = self.symbol
+        ofs = self.ofs
+        while sym.parent is not None:
+            ofs += sym.parent_ofs
+            sym = sym.parent
+        fname = symbol_field_name(sym)
+        n_bits = self.n_bits if sym.width else field_bits(fname)
+        return fname, ofs, n_bits
+
+
+def symbol_field_name(sym: Any) -> str:
+    f = sym.field
+    if isinstance(f, str):
+        return f
+    return str(f.name)
+
+
+def field_bits(name: str) -> int:
+    from ofctrl.fields import field as of_field
+    return int(of_field(name).n_bits)
+
+
+# ---------------------------------------------------------------------------
+# Errors / results.
+
+class ActionError(str):
+    """A parse error message (exactly OVN's text)."""
+
+    __slots__ = ()
+
+
+class OvnAction:
+    """Base class of every parsed logical action."""
+
+    __slots__ = ()
+
+    def format(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+def format_ovnacts(actions: Sequence[OvnAction]) -> str:
+    """ovnacts_format(): "drop;" for an empty list, else space-joined."""
+    if not actions:
+        return "drop;"
+    return " ".join(a.format() for a in actions)
+
+
+def encode_ovnacts(actions: Sequence[OvnAction], ep: EncodeParams) -> list[Any]:
+    out: list[Any] = []
+    for a in actions:
+        a.encode(ep, out)
+    return out
+
+
+def encode_into(actions: Sequence[OvnAction], ep: EncodeParams, out: list[Any]) -> None:
+    for a in actions:
+        a.encode(ep, out)
+
+
+# ---------------------------------------------------------------------------
+# Parse context.
+
+class ActionContext:
+    """State of one ovnacts_parse() run (struct action_context)."""
+
+    __slots__ = ("pp", "lexer", "prereqs", "depth", "scope")
+
+    def __init__(self, pp: ParseParams, lexer: lx.Lexer, depth: int = 0,
+                 scope: int = WR_DEFAULT) -> None:
+        self.pp = pp
+        self.lexer = lexer
+        self.prereqs: Any = None      # expr (or None)
+        self.depth = depth
+        self.scope = scope
+
+    # -- errors --------------------------------------------------------
+    @property
+    def error(self) -> str | None:
+        return self.lexer.error
+
+    def fail(self, message: str) -> None:
+        self.lexer.set_error(message)
+
+    def syntax_error(self, message: str | None = None) -> None:
+        self.lexer.syntax_error(message)
+
+    # -- prerequisites -------------------------------------------------
+    def add_prerequisite(self, text: str) -> None:
+        """add_prerequisite(): parse 'text' (not annotated) and AND it in."""
+        from controller.lflow.actions import exprglue
+        self.prereqs = exprglue.combine_and(
+            self.prereqs, exprglue.parse_plain(text, self.pp.symtab))
+
+    # -- fields and constants -----------------------------------------
+    def parse_field(self) -> FieldRef | None:
+        """expr_field_parse(): a field reference plus its prerequisites."""
+        from controller.lflow.actions import exprglue
+        ref, prereqs = exprglue.field_parse(self.lexer, self.pp.symtab)
+        if ref is None:
+            return None
+        if prereqs:
+            for p in prereqs:
+                self.prereqs = exprglue.combine_and(self.prereqs, p)
+        return ref
+
+    def type_check(self, f: FieldRef, n_bits: int, rw: bool) -> str | None:
+        return type_check(f, n_bits, rw, self.scope)
+
+    def parse_checked_field(self, n_bits: int, rw: bool) -> FieldRef | None:
+        """action_parse_field()."""
+        f = self.parse_field()
+        if f is None:
+            return None
+        err = self.type_check(f, n_bits, rw)
+        if err:
+            self.fail(err)
+            return None
+        return f
+
+    def parse_uint16(self, what: str) -> int | None:
+        """action_parse_uint16()."""
+        lexer = self.lexer
+        if lexer.is_int() and lexer.token.value <= 0xffff:
+            v = lexer.token.value
+            lexer.get()
+            return v
+        lexer.syntax_error(f"expecting {what}")
+        return None
+
+
+def type_check(f: FieldRef, n_bits: int, rw: bool, scope: int) -> str | None:
+    """expr_type_check()."""
+    sym = f.symbol
+    if n_bits != f.n_bits:
+        if n_bits and f.n_bits:
+            return (f"Cannot use {f.n_bits}-bit field {sym.name}"
+                    f"[{f.ofs}..{f.ofs + f.n_bits - 1}] "
+                    f"where {n_bits}-bit field is required.")
+        if n_bits:
+            return (f"Cannot use string field {sym.name} where numeric "
+                    "field is required.")
+        return (f"Cannot use numeric field {sym.name} where string "
+                "field is required.")
+    if rw and not (symbol_rw(sym) & scope):
+        return f"Field {sym.name} is not modifiable."
+    return None
+
+
+def symbol_rw(sym: Any) -> int:
+    rw = sym.rw
+    if isinstance(rw, bool):
+        return WR_DEFAULT if rw else 0
+    return int(rw)
+
+
+def token_const(tok: lx.Token) -> Const:
+    if tok.type == lx.T_STRING:
+        return Const(string=tok.s or "")
+    mask = tok.mask if tok.type == lx.T_MASKED_INTEGER else None
+    return Const(tok.value, mask, tok.format)
+
+
+def parse_constant_one(ctx: ActionContext, values: list[Const],
+                       kind: list[bool | None]) -> bool:
+    """parse_constant() restricted to what actions accept (strings,
+    integers; address sets are looked up by the expr glue)."""
+    lexer = ctx.lexer
+    tok = lexer.token
+    if tok.type == lx.T_TEMPLATE:
+        ctx.fail("Unexpanded template.")
+        return False
+    if tok.type == lx.T_STRING or tok.type in (lx.T_INTEGER, lx.T_MASKED_INTEGER):
+        is_string = tok.type == lx.T_STRING
+        if values and kind[0] is not None and kind[0] != is_string:
+            lexer.syntax_error("expecting " + ("string" if kind[0] else "integer"))
+            return False
+        kind[0] = is_string
+        values.append(token_const(tok))
+        lexer.get()
+        return True
+    if tok.type in (lx.T_MACRO, lx.T_PORT_GROUP):
+        from controller.lflow.actions import exprglue
+        return exprglue.parse_set_reference(ctx, values, kind)
+    lexer.syntax_error("expecting constant")
+    return False
+
+
+def parse_constant_set(ctx: ActionContext) -> ConstSet | None:
+    """expr_constant_set_parse()."""
+    if ctx.error:
+        return None
+    lexer = ctx.lexer
+    values: list[Const] = []
+    kind: list[bool | None] = [None]
+    if lexer.match(lx.T_LCURLY):
+        while True:
+            if not parse_constant_one(ctx, values, kind):
+                return None
+            lexer.match(lx.T_COMMA)
+            if lexer.match(lx.T_RCURLY):
+                break
+        return ConstSet(tuple(values), bool(kind[0]), True)
+    if not parse_constant_one(ctx, values, kind):
+        return None
+    return ConstSet(tuple(values), bool(kind[0]), False)
+
+
+def parse_constant_for(ctx: ActionContext, f: FieldRef) -> Const | None:
+    """expr_constant_parse(): one constant type-checked against 'f'."""
+    if ctx.error:
+        return None
+    values: list[Const] = []
+    kind: list[bool | None] = [None]
+    if not parse_constant_one(ctx, values, kind):
+        return None
+    sym = f.symbol
+    is_string = bool(kind[0])
+    if is_string != (not sym.width):
+        ctx.fail(f"{'Integer' if sym.width else 'String'} field {sym.name} is "
+                 f"not compatible with {'string' if is_string else 'integer'} "
+                 "constant.")
+        return None
+    if sym.width:
+        for c in values:
+            w = c.width()
+            if w > sym.width:
+                ctx.fail(f"{w}-bit constant is not compatible with "
+                         f"{sym.width}-bit field {sym.name}.")
+                return None
+    return values[0]

@@ -1,0 +1,360 @@
+"""MAC-binding, FDB and flag-result lookups: get_arp, get_nd, put_arp,
+put_nd, lookup_arp, lookup_nd, lookup_arp_ip, lookup_nd_ip, get_fdb,
+lookup_fdb, put_fdb, chk_lb_hairpin, chk_lb_hairpin_reply,
+check_in_port_sec, check_out_port_sec, chk_ecmp_nh_mac, chk_ecmp_nh,
+chk_lb_aff (and the shared argument marshalling)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from controller.lflow import lexer as lx
+from controller.lflow.actions import ofb
+from controller.lflow.actions.base import (
+    MFF_LOG_FLAGS, MFF_LOG_INPORT, MFF_LOG_OUTPORT, MLF_CHECK_PORT_SEC_BIT,
+    MLF_LOOKUP_COMMIT_ECMP_NH_BIT, MLF_LOOKUP_FDB_BIT, MLF_LOOKUP_LB_HAIRPIN_BIT,
+    MLF_LOOKUP_MAC_BIT, MLF_USE_LB_AFF_SESSION_BIT, OFTABLE_CHK_LB_AFFINITY,
+    OFTABLE_ECMP_NH, OFTABLE_ECMP_NH_MAC, OP_PUT_ARP, OP_PUT_FDB, OP_PUT_ND,
+    ActionContext, EncodeParams, FieldRef, OvnAction)
+from controller.lflow.actions.controller_ops import ctl
+
+Arg = tuple[FieldRef, str]   # (source field, destination OVS field)
+
+
+def setup_args(args: list[Arg], out: list[Any]) -> None:
+    """encode_setup_args(): save destinations, push sources (reversed), pop
+    them into the destinations.  Arguments already in place are skipped."""
+    resolved = [(ofb.sub(*src.resolve()), dst) for src, dst in args]
+    moving = [(s, d) for s, d in resolved if s.field.name != d]
+    for _, d in moving:
+        out.append(ofb.push(ofb.whole(d)))
+    for s, _ in reversed(moving):
+        out.append(ofb.push(s))
+    for _, d in moving:
+        out.append(ofb.pop(ofb.whole(d)))
+
+
+def restore_args(args: list[Arg], out: list[Any]) -> None:
+    resolved = [(src.resolve()[0], dst) for src, dst in args]
+    for s, d in reversed(resolved):
+        if s != d:
+            out.append(ofb.pop(ofb.whole(d)))
+
+
+def flag_result(dst: FieldRef, table: int, bit: int, out: list[Any]) -> None:
+    """Clear flag bit, resubmit to 'table', copy the flag bit into 'dst'."""
+    out.append(ofb.load_bits(MFF_LOG_FLAGS, 0, bit, 1))
+    out.append(ofb.resubmit(table))
+    out.append(ofb.move(ofb.sub(MFF_LOG_FLAGS, bit, 1), ofb.sub(*dst.resolve())))
+
+
+# ---------------------------------------------------------------------------
+# get_arp / get_nd
+
+@dataclass(frozen=True, slots=True)
+class GetMacBind(OvnAction):
+    name: str            # get_arp / get_nd
+    port: FieldRef
+    ip: FieldRef
+
+    def format(self) -> str:
+        return f"{self.name}({self.port.format()}, {self.ip.format()});"
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        ip_field = "reg0" if self.name == "get_arp" else "xxreg0"
+        args = [(self.port, MFF_LOG_OUTPORT), (self.ip, ip_field)]
+        setup_args(args, out)
+        out.append(ofb.set_field("eth_dst", 0, None))
+        out.append(ofb.resubmit(ep.mac_bind_ptable))
+        restore_args(args, out)
+
+
+def parse_get_mac_bind(ctx: ActionContext, name: str, width: int) -> OvnAction | None:
+    lexer = ctx.lexer
+    lexer.force_match(lx.T_LPAREN)
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    ip = ctx.parse_checked_field(width, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or ip is None or ctx.error:
+        return None
+    return GetMacBind(name, port, ip)
+
+
+# ---------------------------------------------------------------------------
+# put_arp / put_nd
+
+@dataclass(frozen=True, slots=True)
+class PutMacBind(OvnAction):
+    name: str            # put_arp / put_nd
+    port: FieldRef
+    ip: FieldRef
+    mac: FieldRef
+
+    def format(self) -> str:
+        return (f"{self.name}({self.port.format()}, {self.ip.format()}, "
+                f"{self.mac.format()});")
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        arp = self.name == "put_arp"
+        args = [(self.port, MFF_LOG_INPORT), (self.ip, "reg0" if arp else "xxreg0"),
+                (self.mac, "eth_src")]
+        setup_args(args, out)
+        out.append(ctl(ep, OP_PUT_ARP if arp else OP_PUT_ND))
+        restore_args(args, out)
+
+
+def parse_put_mac_bind(ctx: ActionContext, name: str, width: int) -> OvnAction | None:
+    lexer = ctx.lexer
+    lexer.force_match(lx.T_LPAREN)
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    ip = ctx.parse_checked_field(width, False)
+    lexer.force_match(lx.T_COMMA)
+    mac = ctx.parse_checked_field(48, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or ip is None or mac is None or ctx.error:
+        return None
+    return PutMacBind(name, port, ip, mac)
+
+
+# ---------------------------------------------------------------------------
+# lookup_arp / lookup_nd
+
+@dataclass(frozen=True, slots=True)
+class LookupMacBind(OvnAction):
+    name: str            # lookup_arp / lookup_nd
+    dst: FieldRef
+    port: FieldRef
+    ip: FieldRef
+    mac: FieldRef
+
+    def format(self) -> str:
+        return (f"{self.dst.format()} = {self.name}({self.port.format()}, "
+                f"{self.ip.format()}, {self.mac.format()});")
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        ip_field = "reg0" if self.name == "lookup_arp" else "xxreg0"
+        args = [(self.port, MFF_LOG_INPORT), (self.ip, ip_field), (self.mac, "eth_src")]
+        setup_args(args, out)
+        flag_result(self.dst, ep.mac_lookup_ptable, MLF_LOOKUP_MAC_BIT, out)
+        restore_args(args, out)
+
+
+def _check_result_dst(ctx: ActionContext, dst: FieldRef, n_bits: int = 1) -> bool:
+    err = ctx.type_check(dst, n_bits, True)
+    if err:
+        ctx.fail(err)
+        return False
+    return True
+
+
+def parse_lookup_mac_bind(ctx: ActionContext, dst: FieldRef, name: str,
+                          width: int) -> OvnAction | None:
+    lexer = ctx.lexer
+    if not _check_result_dst(ctx, dst):
+        return None
+    lexer.get()
+    lexer.get()
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    ip = ctx.parse_checked_field(width, False)
+    lexer.force_match(lx.T_COMMA)
+    mac = ctx.parse_checked_field(48, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or ip is None or mac is None or ctx.error:
+        return None
+    return LookupMacBind(name, dst, port, ip, mac)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupMacBindIp(OvnAction):
+    name: str            # lookup_arp_ip / lookup_nd_ip
+    dst: FieldRef
+    port: FieldRef
+    ip: FieldRef
+
+    def format(self) -> str:
+        return (f"{self.dst.format()} = {self.name}({self.port.format()}, "
+                f"{self.ip.format()});")
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        ip_field = "reg0" if self.name == "lookup_arp_ip" else "xxreg0"
+        args = [(self.port, MFF_LOG_OUTPORT), (self.ip, ip_field)]
+        setup_args(args, out)
+        out.append(ofb.push(ofb.whole("eth_dst")))
+        flag_result(self.dst, ep.mac_bind_ptable, MLF_LOOKUP_MAC_BIT, out)
+        out.append(ofb.pop(ofb.whole("eth_dst")))
+        restore_args(args, out)
+
+
+def parse_lookup_mac_bind_ip(ctx: ActionContext, dst: FieldRef, name: str,
+                             width: int) -> OvnAction | None:
+    lexer = ctx.lexer
+    if not _check_result_dst(ctx, dst):
+        return None
+    lexer.get()
+    lexer.get()
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    ip = ctx.parse_checked_field(width, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or ip is None or ctx.error:
+        return None
+    return LookupMacBindIp(name, dst, port, ip)
+
+
+# ---------------------------------------------------------------------------
+# FDB
+
+@dataclass(frozen=True, slots=True)
+class PutFdb(OvnAction):
+    port: FieldRef
+    mac: FieldRef
+
+    def format(self) -> str:
+        return f"put_fdb({self.port.format()}, {self.mac.format()});"
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        args = [(self.port, MFF_LOG_INPORT), (self.mac, "eth_src")]
+        setup_args(args, out)
+        out.append(ctl(ep, OP_PUT_FDB))
+        restore_args(args, out)
+
+
+def parse_put_fdb(ctx: ActionContext) -> OvnAction | None:
+    lexer = ctx.lexer
+    lexer.force_match(lx.T_LPAREN)
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    mac = ctx.parse_checked_field(48, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or mac is None or ctx.error:
+        return None
+    return PutFdb(port, mac)
+
+
+@dataclass(frozen=True, slots=True)
+class GetFdb(OvnAction):
+    dst: FieldRef
+    mac: FieldRef
+
+    def format(self) -> str:
+        return f"{self.dst.format()} = get_fdb({self.mac.format()});"
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        args = [(self.mac, "eth_dst")]
+        setup_args(args, out)
+        out.append(ofb.set_field(MFF_LOG_OUTPORT, 0, None))
+        out.append(ofb.resubmit(ep.fdb_ptable))
+        restore_args(args, out)
+        dst = ofb.sub(*self.dst.resolve())
+        if dst.field.name != MFF_LOG_OUTPORT:
+            out.append(ofb.move(ofb.sub(MFF_LOG_OUTPORT, 0, 32), dst))
+
+
+def parse_get_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
+    lexer = ctx.lexer
+    lexer.get()
+    lexer.get()
+    if dst.n_bits and not _check_result_dst(ctx, dst, 32):
+        return None
+    mac = ctx.parse_checked_field(48, False)
+    lexer.force_match(lx.T_RPAREN)
+    if mac is None or ctx.error:
+        return None
+    return GetFdb(dst, mac)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupFdb(OvnAction):
+    dst: FieldRef
+    port: FieldRef
+    mac: FieldRef
+
+    def format(self) -> str:
+        return (f"{self.dst.format()} = lookup_fdb({self.port.format()}, "
+                f"{self.mac.format()});")
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        args = [(self.port, MFF_LOG_INPORT), (self.mac, "eth_src")]
+        setup_args(args, out)
+        out.append(ofb.load_bits(MFF_LOG_FLAGS, 0, MLF_LOOKUP_FDB_BIT, 1))
+        out.append(ofb.resubmit(ep.fdb_lookup_ptable))
+        restore_args(args, out)
+        out.append(ofb.move(ofb.sub(MFF_LOG_FLAGS, MLF_LOOKUP_FDB_BIT, 1),
+                            ofb.sub(*self.dst.resolve())))
+
+
+def parse_lookup_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
+    lexer = ctx.lexer
+    lexer.get()
+    lexer.get()
+    if not _check_result_dst(ctx, dst):
+        return None
+    port = ctx.parse_checked_field(0, False)
+    lexer.force_match(lx.T_COMMA)
+    mac = ctx.parse_checked_field(48, False)
+    lexer.force_match(lx.T_RPAREN)
+    if port is None or mac is None or ctx.error:
+        return None
+    return LookupFdb(dst, port, mac)
+
+
+# ---------------------------------------------------------------------------
+# "R = name();" flag-result actions.
+
+def _ptable(attr: str) -> Callable[[EncodeParams], int]:
+    return lambda ep: int(getattr(ep, attr))
+
+
+def _fixed(table: int) -> Callable[[EncodeParams], int]:
+    return lambda ep: table
+
+
+RESULT_ACTIONS: dict[str, tuple[Callable[[EncodeParams], int], int]] = {
+    "chk_lb_hairpin": (_ptable("lb_hairpin_ptable"), MLF_LOOKUP_LB_HAIRPIN_BIT),
+    "chk_lb_hairpin_reply": (_ptable("lb_hairpin_reply_ptable"),
+                             MLF_LOOKUP_LB_HAIRPIN_BIT),
+    "check_in_port_sec": (_ptable("in_port_sec_ptable"), MLF_CHECK_PORT_SEC_BIT),
+    "check_out_port_sec": (_ptable("out_port_sec_ptable"), MLF_CHECK_PORT_SEC_BIT),
+    "chk_ecmp_nh_mac": (_fixed(OFTABLE_ECMP_NH_MAC), MLF_LOOKUP_COMMIT_ECMP_NH_BIT),
+    "chk_ecmp_nh": (_fixed(OFTABLE_ECMP_NH), MLF_LOOKUP_COMMIT_ECMP_NH_BIT),
+    "chk_lb_aff": (_fixed(OFTABLE_CHK_LB_AFFINITY), MLF_USE_LB_AFF_SESSION_BIT),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FlagResult(OvnAction):
+    name: str
+    dst: FieldRef
+
+    def format(self) -> str:
+        return f"{self.dst.format()} = {self.name}();"
+
+    def encode(self, ep: EncodeParams, out: list[Any]) -> None:
+        table_of, bit = RESULT_ACTIONS[self.name]
+        flag_result(self.dst, table_of(ep), bit, out)
+
+
+def parse_result_args(ctx: ActionContext, name: str, dst: FieldRef,
+                      prereq: str | None) -> bool:
+    """parse_ovnact_result(): ``name()`` with a 1-bit writable result."""
+    lexer = ctx.lexer
+    lexer.get()
+    lexer.get()
+    if not lexer.match(lx.T_RPAREN):
+        ctx.fail(f"{name} doesn't take any parameters")
+        return False
+    if not _check_result_dst(ctx, dst):
+        return False
+    if prereq:
+        ctx.add_prerequisite(prereq)
+    return True
+
+
+def parse_flag_result(ctx: ActionContext, name: str, dst: FieldRef) -> OvnAction | None:
+    if not parse_result_args(ctx, name, dst, None):
+        return None
+    return FlagResult(name, dst)
