@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from physical import ChassisTunnel, TunnelType, port_binding_flows
 from physical.ofbuild import PhysFlow
 
@@ -27,14 +29,14 @@ ALL = [P1, MD, LN, LR0_PUB, LS_PUB_LR0, CR, B2, EXT]
 VIFS = {"ls-a-p1": 11, "ls-a-md": 13}
 
 
-def _ctx(**kw: object) -> object:
-    args: dict[str, object] = dict(vif_ofports=VIFS, patch_ofports={"ln-pub": 2})
+def _ctx(**kw: Any) -> Any:
+    args: dict[str, Any] = dict(vif_ofports=VIFS, patch_ofports={"ln-pub": 2})
     args.update(kw)
     return context(ALL, **args)
 
 
 def test_local_vif_matches_c_agent() -> None:
-    flows = port_binding_flows(_ctx(), P1)  # type: ignore[arg-type]
+    flows = port_binding_flows(_ctx(), P1)
     assert all(isinstance(f, PhysFlow) and f.owner == P1.uuid and f.cookie == 0x21FB6A5A
                for f in flows)
     assert lines(flows) == sorted([
@@ -50,7 +52,7 @@ def test_local_vif_matches_c_agent() -> None:
 
 
 def test_localport_sets_flag_and_never_tunnels() -> None:
-    got = lines(port_binding_flows(_ctx(), MD))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), MD))
     assert ("priority=100,in_port=\"vif-md\" actions=set_field:0x1->reg13,set_field:0x6->reg11,"
             "set_field:0x5->reg12,set_field:0x3->metadata,set_field:0x1->reg14,"
             "set_field:0x400/0x400->reg10,resubmit(,8)") in got
@@ -60,12 +62,12 @@ def test_localport_sets_flag_and_never_tunnels() -> None:
 def test_vif_requested_elsewhere_is_not_local() -> None:
     other = pb("ls-a-p1", str(P1.uuid), LS_A, 4, chassis=[HV1],
                options={"requested-chassis": "hv2"})
-    got = lines(port_binding_flows(_ctx(), other))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), other))
     assert not any("vif-a1" in line for line in got)
 
 
 def test_localnet_untagged_two_table0_flows_and_chassis_mac_conj() -> None:
-    got = lines(port_binding_flows(_ctx(), LN))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), LN))
     tail = ("set_field:0xd->reg13,set_field:0xb->reg11,set_field:0xa->reg12,"
             "set_field:0x2->metadata,set_field:0x1->reg14,resubmit(,8)")
     assert f"priority=100,in_port=\"patch-br-int-to\",dl_vlan=0 actions=pop_vlan,{tail}" in got
@@ -99,7 +101,7 @@ def test_localnet_tagged_and_external_port_bound_here() -> None:
 
 
 def test_patch_port_clones_into_peer_pipeline() -> None:
-    got = lines(port_binding_flows(_ctx(), LS_PUB_LR0))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), LS_PUB_LR0))
     assert ("table=65, priority=100,reg15=0x2,metadata=0x2 actions=clone(ct_clear,set_field:0->reg11,"
             "set_field:0->reg12,set_field:0->reg13,set_field:0xc->reg11,set_field:0x9->reg12,"
             "set_field:0x4->metadata,set_field:0x2->reg14,set_field:0->reg10,set_field:0->reg15,"
@@ -115,13 +117,13 @@ def test_patch_without_valid_peer_gives_nothing() -> None:
 
 
 def test_chassisredirect_here_rewrites_outport() -> None:
-    got = lines(port_binding_flows(_ctx(), CR))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), CR))
     assert got == ["table=40, priority=100,reg15=0x3,metadata=0x4 actions=set_field:0x2->reg15,"
                    "set_field:0xc->reg11,set_field:0x9->reg12,resubmit(,41)"]
 
 
 def test_remote_port_geneve() -> None:
-    got = lines(port_binding_flows(_ctx(), B2))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), B2))
     assert got == ["table=39, priority=100,reg15=0x2,metadata=0x1 actions=set_field:0x1/0xffffff->tun_id,"
                    "set_field:0x2->tun_metadata0,move:NXM_NX_REG14[0..14]->NXM_NX_TUN_METADATA0[16..30],"
                    "output:\"ovn-hv2-0\",resubmit(,40)"]
@@ -139,10 +141,10 @@ def test_remote_port_stt_vxlan_and_additional_chassis() -> None:
 
 def test_remote_port_reached_through_localnet() -> None:
     remote = pb("r", "00000000-0000-0000-0000-0000000000ab", LS_PUB, 5, chassis=[HV2])
-    got = lines(port_binding_flows(_ctx(), remote))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), remote))
     assert got == ["table=40, priority=100,reg15=0x5,metadata=0x2 actions=set_field:0x1->reg15,resubmit(,40)"]
     # External port, unbound: same treatment (C agent output for ext1).
-    got = lines(port_binding_flows(_ctx(), EXT))  # type: ignore[arg-type]
+    got = lines(port_binding_flows(_ctx(), EXT))
     assert got == ["table=40, priority=100,reg15=0x3,metadata=0x2 actions=set_field:0x1->reg15,resubmit(,40)"]
 
 
