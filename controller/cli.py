@@ -195,7 +195,7 @@ def parse_args(argv: Sequence[str]) -> Options:
 # --------------------------------------------------------------------------- pidfile
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
@@ -211,7 +211,7 @@ def read_pidfile(path: str) -> int | None:
             pid = int(f.read().strip() or "0")
     except (OSError, ValueError):
         return None
-    return pid if pid > 0 and _pid_alive(pid) else None
+    return pid if pid > 0 and pid_alive(pid) else None
 
 
 def check_pidfile(path: str, overwrite: bool) -> None:

@@ -503,6 +503,7 @@ def setup(log_file: str | None = None, specs: Iterable[str] = ()) -> None:
 
 def reset() -> None:
     """Back to defaults (tests): no log file, default levels, sequence 0."""
+    _configure_structlog()
     close_log_file()
     _DEFAULT_LEVELS[:] = [INFO, ERR, INFO]
     for m in _STATE.modules.values():
