@@ -57,6 +57,19 @@ EDGE_CASES = [
 ]
 
 
+# Matches OVS must refuse with OFPBMC_BAD_PREREQ (Match.prereq_errors() agrees).
+INVALID = [
+    [("tcp_dst", 80, None)],
+    [("eth_type", 0x0800, None), ("udp_src", 53, None)],
+    [("eth_type", 0x86DD, None), ("ip_src", 1, None)],
+    [("eth_type", 0x0800, None), ("ct_nw_proto", 6, None)],
+    [("eth_type", 0x86DD, None), ("nw_proto", 58, None), ("icmpv6_type", 135, None),
+     ("icmpv6_code", 0, None), ("nd_tll", 1, None)],
+    [("arp_op", 1, None)],
+    [("eth_type", 0x0800, None), ("nw_proto", 6, None), ("icmp_type", 8, None)],
+]
+
+
 def _distinct_matches(path: Path) -> list[str]:
     opener = gzip.open if path.suffix == ".gz" else open
     out = set()
@@ -227,3 +240,14 @@ def test_vswitchd_prints_our_matches(vswitchd: _Daemons) -> None:
     mismatches = [(m.to_string(), printed.get(i + 1)) for i, m in enumerate(matches)
                   if printed.get(i + 1) != m.to_string()]
     assert mismatches == []
+    assert [m.to_string() for m in matches if m.prereq_errors()] == []
+
+
+def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: _Daemons) -> None:
+    matches = [Match(items) for items in INVALID]
+    assert all(m.prereq_errors() for m in matches)
+    errors = _install(vswitchd.run / "br0.mgmt", matches)
+    assert sorted(errors) == [100 + i for i in range(len(matches))]
+    for body in errors.values():
+        # ofp_error_msg: type OFPET_BAD_MATCH (4), code OFPBMC_BAD_PREREQ (9)
+        assert body[:4] == b"\x00\x04\x00\x09", body.hex()

@@ -182,6 +182,11 @@ class Match:
     def as_dict(self) -> dict[str, tuple[int, int | None]]:
         return {n: (v, m) for n, v, m in self.items}
 
+    def prereq_errors(self) -> list[str]:
+        """Fields whose OVS prerequisites this match does not satisfy (OVS
+        would reject the flow with OFPBMC_BAD_PREREQ); empty when valid."""
+        return _prereq_errors(self.as_dict())
+
     # -- text ------------------------------------------------------------------
     def to_string(self, port_names: dict[int, str] | None = None) -> str:
         """Exactly what OVS 3.1 match_format() prints (priority omitted)."""
@@ -303,6 +308,44 @@ def _store_special(d: dict[str, tuple[int, int | None]], name: str, value: int,
         _store(d, "vlan_tci", _PLAIN["vlan_tci"], tci & tmask, tmask)
     else:
         raise MatchError("field %s cannot be matched" % name)
+
+
+# ----------------------------------------------------------------------------
+# Prerequisites (OVS mf_are_prereqs_ok(), checked on values: an unmatched
+# field reads as 0, as in OVS).
+
+def _prereq_errors(d: dict[str, tuple[int, int | None]]) -> list[str]:
+    def val(*names: str) -> int:
+        vm = _first(d, *names)
+        return vm[0] if vm is not None else 0
+
+    dl_type = val("eth_type")
+    nw_proto = val("nw_proto")
+    is_ip4, is_ip6 = dl_type == ETH_TYPE_IP, dl_type == ETH_TYPE_IPV6
+    icmp6 = is_ip6 and nw_proto == IPPROTO_ICMPV6
+    icmp6_type = val("icmpv6_type")
+    nd = icmp6 and val("icmpv6_code") == 0 and icmp6_type in (135, 136)
+    ct_state = val("ct_state")
+    vm = d.get("ct_state")
+    ct_mask = 0 if vm is None else (0xFF if vm[1] is None else vm[1])
+    vm = d.get("vlan_tci")
+    checks = {
+        "": True, "eth": True,
+        "arp": dl_type in (ETH_TYPE_ARP, ETH_TYPE_RARP),
+        "ipv4": is_ip4, "ipv6": is_ip6, "ip": is_ip4 or is_ip6,
+        "mpls": dl_type in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MCAST),
+        "vlan_vid": vm is not None and bool(vm[0] & 0x1000),
+        "tcp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_TCP,
+        "udp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_UDP,
+        "sctp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_SCTP,
+        "icmp": is_ip4 and nw_proto == IPPROTO_ICMP,
+        "icmp6": icmp6, "nd": nd,
+        "nd_ns": nd and icmp6_type == 135, "nd_na": nd and icmp6_type == 136,
+        "ct": bool(ct_state & 0xCF) or bool(ct_state & 0x20 and ct_mask & 0x10
+                                                and not ct_state & 0x10),
+        "nsh": dl_type == 0x894F,
+    }
+    return [name for name in d if not checks.get(FIELDS[name].prereqs, True)]
 
 
 # ----------------------------------------------------------------------------
@@ -481,7 +524,9 @@ def _format_match(d: dict[str, tuple[int, int | None]],
         out.append("tun_gbp_flags=%s" % _hx(vm[0]))
     vm = d.get("tun_flags")
     if vm is not None:
-        out.append("tun_flags=" + _flags(((1, "oam"),), vm[0], 1, 1))
+        # OVS compares against all internal tunnel flag bits (0xf), so the one
+        # public bit always prints as "+oam"/"-oam".
+        out.append("tun_flags=" + _flags(((1, "oam"),), vm[0], 1, 0xF))
     for i in range(64):
         vm = d.get("tun_metadata%d" % i)
         if vm is not None:

@@ -265,3 +265,42 @@ def test_ofp_print_agrees_on_sample() -> None:
         printed = re.search(r"priority=100(?:,(\S*))? actions", out)
         assert printed is not None, out
         assert (printed.group(1) or "") == m.to_string(), out
+
+
+@pytest.mark.parametrize(
+    "text,canonical",
+    [
+        ("ct_state=trk|est", "ct_state=est|trk"),
+        ("in_port=LOCAL,ip", "ip,in_port=LOCAL"),
+        ("tcp,tp_src=80", "tcp,tp_src=80"),
+        ("udp,tp_dst=53", "udp,tp_dst=53"),
+        ("icmp6,icmp_type=135", "icmp6,icmp_type=135"),
+        ("arp,nw_src=10.0.0.1", "arp,arp_spa=10.0.0.1"),
+        ("dl_type=0x0800,nw_proto=6", "tcp"),
+        ("nw_proto=6,dl_type=0x0800,tp_dst=22", "tcp,tp_dst=22"),
+        ("reg0=5", "reg0=0x5"),
+        ("xxreg0=0x1/0x1", "reg3=0x1/0x1"),
+        ("tun_flags=+oam", "tun_flags=+oam"),
+        ("tun_flags=-oam", "tun_flags=-oam"),
+        ("ipv6,ipv6_label=0x12345", "ipv6,ipv6_label=0x12345"),
+        ("ip,nw_src=10.0.0.0/255.255.255.0", "ip,nw_src=10.0.0.0/24"),
+        ("metadata=0x1/0xffffffffffffffff", "metadata=0x1"),
+    ],
+)
+def test_parse_variants(text: str, canonical: str) -> None:
+    m = Match.parse(text)
+    assert m.to_string() == canonical
+    assert Match.parse(canonical) == m
+
+
+def test_prereq_errors() -> None:
+    assert Match.parse("tcp,tp_dst=80").prereq_errors() == []
+    assert Match([("tcp_dst", 80, None)]).prereq_errors() == ["tcp_dst"]
+    assert Match.parse("ip,ct_nw_proto=6").prereq_errors() == ["ct_nw_proto"]
+    assert Match.parse("ip,ct_state=+est+trk,ct_nw_proto=6").prereq_errors() == []
+    assert Match.parse("ip,ct_state=+trk-inv,ct_nw_proto=6").prereq_errors() == []
+    nd = "icmp6,icmp_type=135,icmp_code=0,nd_target=::1,"
+    assert Match.parse(nd + "nd_sll=00:00:00:00:00:01").prereq_errors() == []
+    assert Match.parse(nd + "nd_tll=00:00:00:00:00:01").prereq_errors() == ["nd_tll"]
+    assert Match([("arp_op", 1, None)]).prereq_errors() == ["arp_op"]
+    assert Match.parse("dl_vlan=5,dl_vlan_pcp=3").prereq_errors() == []
