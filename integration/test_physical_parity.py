@@ -275,6 +275,20 @@ def test_rich_physical_parity() -> None:
     assert not missing and not extra, (missing, extra)
 
 
+def test_seed500_physical_parity(tmp_path: Path) -> None:
+    import gzip
+    import shutil
+    src = RICH.parent / "seed-500"
+    for name in ("conf-ovs.txt", "ports.txt", "ct-zones.txt"):
+        shutil.copy(src / name, tmp_path / name)
+    for name in ("sb.db", "flows.raw.txt"):
+        with gzip.open(src / f"{name}.gz", "rb") as fin, open(tmp_path / name, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+    result = compare(tmp_path)
+    assert sum(r[0] for r in result.values()) > 10000
+    assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
+
+
 if __name__ == "__main__":
     for t, (same, miss, extra) in compare().items():
         if same or miss or extra:

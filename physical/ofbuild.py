@@ -258,7 +258,10 @@ def format_port(port: int, port_names: _PORT_NAMES_TYPE) -> str:
     if port in (0xFFFF, 0xFFFFFFFF):
         return "ANY"
     if port_names and port in port_names:
-        return f'"{port_names[port]}"'
+        name = port_names[port]
+        if name[:1].isascii() and name[:1].isalpha() and name.isascii() and name.isalnum():
+            return name
+        return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return str(port)
 
 
