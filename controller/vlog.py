@@ -128,7 +128,27 @@ def _module(name: str) -> _Module:
     return mod
 
 
-for _name in KNOWN_MODULES:
+def _source_module_names() -> list[str]:
+    """Stems of our source files: `structlog.get_logger(__name__)` in any of them
+    names a module that `-v`/`vlog/set` must know before its first event."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = []
+    for pkg in ("controller", "controller/lflow", "ofctrl", "physical"):
+        try:
+            entries = os.listdir(os.path.join(root, pkg))
+        except OSError:
+            continue
+        for entry in entries:
+            stem, ext = os.path.splitext(entry)
+            if ext == ".py" and not stem.startswith("_"):
+                names.append(stem)
+            elif ext == "" and os.path.isdir(os.path.join(root, pkg, entry)) \
+                    and not entry.startswith(("_", ".")):
+                names.append(entry)
+    return names
+
+
+for _name in (*KNOWN_MODULES, *_source_module_names()):
     _module(_name)
 
 
