@@ -74,14 +74,17 @@ $(DEPS_STAMP): $(REQS) | $(PY)
 	@touch $@
 
 lint: setup
-	$(PY) -m ruff check $(PY_FILES)
-	$(PY) -m mypy $(PKG_FILES)
+	@echo "ruff check: $(words $(PY_FILES)) paths"
+	@$(PY) -m ruff check $(PY_FILES)
+	@echo "mypy: $(words $(PKG_FILES)) paths"
+	@$(PY) -m mypy $(PKG_FILES)
 
 typecheck: setup
-	$(PY) -m mypy $(PKG_FILES)
+	@$(PY) -m mypy $(PKG_FILES)
 
 test: lint
-	$(PY) -m pytest -q $(TEST_FILES) $(PYTEST_ARGS)
+	@echo "pytest: $(words $(TEST_FILES)) test files"
+	@$(PY) -m pytest -q $(TEST_FILES) $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) -m integration.demo
