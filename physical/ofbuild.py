@@ -532,17 +532,11 @@ Action = Union[SetField, Move, Resubmit, Output, StackPush, StackPop, PopVlan, P
 
 
 def _encode_nested(actions: Sequence[Action]) -> bytes:
-    try:
-        from ofctrl import ofpacts as ofp  # type: ignore[attr-defined]
-    except ImportError as exc:  # pragma: no cover - until ofctrl.ofpacts exists
-        raise NotImplementedError("nested controller actions need ofctrl.ofpacts") from exc
-    encode = getattr(ofp, "encode_actions")
-    result: bytes = encode([to_ofctrl_action(a) for a in actions])
-    return result
+    """OF1.5 bytes of nested actions (controller userdata), via ofctrl.ofpacts."""
+    from ofctrl.ofpacts import encode_actions
 
-
-def to_ofctrl_action(a: Action) -> object:  # pragma: no cover - adapter stub
-    raise NotImplementedError("conversion to ofctrl.ofpacts pending")
+    from physical.to_ofctrl import to_ofctrl_actions
+    return encode_actions(to_ofctrl_actions(tuple(actions)))
 
 
 def format_actions(actions: Sequence[Action], port_names: _PORT_NAMES_TYPE = None) -> str:

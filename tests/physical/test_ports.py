@@ -201,3 +201,28 @@ def test_rarp_activation_strategy_blocks_until_activated() -> None:
 def test_unused_row_helper() -> None:
     assert row("00000000-0000-0000-0000-000000000002").uuid.int == 2
     assert LS_A.tunnel_key == 3 and LR0.tunnel_key == 4
+
+
+def test_multichassis_port_tunnels_and_pmtud_flows() -> None:
+    from ofctrl.ofpacts import Controller
+
+    from physical.to_ofctrl import to_ofctrl_flow
+    mcp = pb("mc", "00000000-0000-0000-0000-0000000000af", LS_PUB, 6, chassis=[HV1],
+             additional_chassis=[HV2])
+    remote = pb("r", "00000000-0000-0000-0000-0000000000b0", LS_PUB, 7, chassis=[HV2])
+    ctx = context([LN, mcp, remote], vif_ofports={"mc": 40}, patch_ofports={"ln-pub": 2},
+                  iface_mtus={"mc": 1500})
+    flows = port_binding_flows(ctx, remote)
+    got = lines(flows)
+    assert ("table=39, priority=110,reg14=0x6,reg15=0x7,metadata=0x2 actions=set_field:0x2/0xffffff->tun_id,"
+            "set_field:0x7->tun_metadata0,move:NXM_NX_REG14[0..14]->NXM_NX_TUN_METADATA0[16..30],"
+            "output:\"ovn-hv2-0\"") in got
+    assert ("table=37, priority=100,ip,reg14=0x6,metadata=0x2 actions=check_pkt_larger(1442)->NXM_NX_REG9[1],"
+            "resubmit(,38)") in got
+    big = [f for f in flows if f.table == 38]
+    assert len(big) == 4
+    for f in big:
+        text = f.to_string()
+        assert ",reg9=0x2/0x2," in text and text.endswith(",pause)")
+        converted = to_ofctrl_flow(f)
+        assert isinstance(converted.actions[0], Controller)
