@@ -333,13 +333,13 @@ def encode_dhcpv4_option(o: GenOptionValue) -> bytes:
         return bytes((code, len(data) & 0xFF)) + data
     if typ == "static_routes":
         n = len(values) - (len(values) % 2)
-        data = bytearray()
+        routes = bytearray()
         for i in range(0, n, 2):
             plen = _plen(values[i])
-            data.append(plen)
-            data += struct.pack("!I", values[i].value & 0xFFFFFFFF)[:(plen + 7) // 8]
-            data += struct.pack("!I", values[i + 1].value & 0xFFFFFFFF)
-        return bytes((code, len(data) & 0xFF)) + bytes(data)
+            routes.append(plen)
+            routes += struct.pack("!I", values[i].value & 0xFFFFFFFF)[:(plen + 7) // 8]
+            routes += struct.pack("!I", values[i + 1].value & 0xFFFFFFFF)
+        return bytes((code, len(routes) & 0xFF)) + bytes(routes)
     if typ == "str":
         raw = (c.string or "").encode()
         return bytes((code, len(raw) & 0xFF)) + raw[:len(raw) & 0xFF]
@@ -349,10 +349,10 @@ def encode_dhcpv4_option(o: GenOptionValue) -> bytes:
             return bytes((code, len(raw) & 0xFF)) + raw[:len(raw) & 0xFF]
         return bytes((code, 4)) + struct.pack("!I", c.value & 0xFFFFFFFF)
     if typ == "domains":
-        data = encode_domains(c.string or "")
-        if data is None:
+        names = encode_domains(c.string or "")
+        if names is None:
             return bytes((code, 0))
-        return bytes((code, len(data) & 0xFF)) + data
+        return bytes((code, len(names) & 0xFF)) + names
     return bytes((code, 0))
 
 

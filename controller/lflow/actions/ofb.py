@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ofctrl import ofpacts as of
 from ofctrl.fields import Subfield
 from ofctrl.fields import field as of_field
+from ofctrl.ofpacts.base import field_bytes
 from ofctrl.ofpacts.base import oxm_header as _oxm_header
 
 
@@ -33,7 +34,9 @@ def resubmit(table: int) -> Any:
 
 
 def set_field(name: str, value: int, mask: int | None) -> Any:
-    if mask is not None and mask == (1 << field_bits(name)) - 1:
+    """set_field; like OVS, the mask is dropped only when it covers every
+    byte of the field (so 6-bit ip_dscp keeps "/0x3f")."""
+    if mask is not None and mask == (1 << (8 * field_bytes(of_field(name)))) - 1:
         mask = None
     return of.SetField(name, value, mask)
 
