@@ -16,6 +16,10 @@ owning SB row UUID in ``PhysFlow.owner``; ``None`` = generic flow):
   as iterables: ``port_bindings``, ``multicast_groups``, ``mac_bindings``,
   ``static_mac_bindings``, ``fdbs``, ``load_balancers``.
 
+Conversion: ``physical.to_ofctrl.to_ofctrl_flow(pf)`` gives the shared
+``ofctrl.flow.Flow`` (ofctrl Match + ofpacts); ``pf.to_string(port_names)``
+prints the flow exactly as ``ovs-ofctl dump-flows --no-stats`` (no cookie).
+
 Incremental use: when a Port_Binding changes, drop the flows owned by its
 UUID and call ``port_binding_flows`` + ``port_security_flows`` again (for an
 ``external`` port also re-run its datapath's localnet port; for a patch port
