@@ -232,7 +232,7 @@ class FakeSwitch:
             if err is not None:
                 self.flows, self.groups = saved
                 self._error(p, *err)
-                self._error(p, xid, 17, 12, msg)  # OFPBFC_MSG_FAILED
+                self._error(p, xid, 17, 13, msg)  # OFPBFC_MSG_FAILED
                 return
             self.n_commits += 1
             self._note_counts()
