@@ -99,7 +99,7 @@ def _parse_one(item: str, ports: dict[str, int] | None) -> Action:
     arg = rest[1:] if rest.startswith(":") else ""
     try:
         return _dispatch(key, item, rest, arg, ports)
-    except (KeyError, ValueError, IndexError) as exc:
+    except (KeyError, ValueError, IndexError, OSError) as exc:
         if isinstance(exc, ParseError):
             raise
         raise ParseError("cannot parse action %r: %s" % (item, exc)) from exc
