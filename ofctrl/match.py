@@ -325,6 +325,7 @@ def _prereq_errors(d: dict[str, tuple[int, int | None]]) -> list[str]:
     icmp6 = is_ip6 and nw_proto == IPPROTO_ICMPV6
     icmp6_type = val("icmpv6_type")
     nd = icmp6 and val("icmpv6_code") == 0 and icmp6_type in (135, 136)
+    later = bool(val("ip_frag") & 2)
     ct_state = val("ct_state")
     vm = d.get("ct_state")
     ct_mask = 0 if vm is None else (0xFF if vm[1] is None else vm[1])
@@ -335,9 +336,10 @@ def _prereq_errors(d: dict[str, tuple[int, int | None]]) -> list[str]:
         "ipv4": is_ip4, "ipv6": is_ip6, "ip": is_ip4 or is_ip6,
         "mpls": dl_type in (ETH_TYPE_MPLS, ETH_TYPE_MPLS_MCAST),
         "vlan_vid": vm is not None and bool(vm[0] & 0x1000),
-        "tcp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_TCP,
-        "udp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_UDP,
-        "sctp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_SCTP,
+        # later fragments carry no L4 header (OVS checks the value only)
+        "tcp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_TCP and not later,
+        "udp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_UDP and not later,
+        "sctp": (is_ip4 or is_ip6) and nw_proto == IPPROTO_SCTP and not later,
         "icmp": is_ip4 and nw_proto == IPPROTO_ICMP,
         "icmp6": icmp6, "nd": nd,
         "nd_ns": nd and icmp6_type == 135, "nd_na": nd and icmp6_type == 136,

@@ -304,3 +304,11 @@ def test_prereq_errors() -> None:
     assert Match.parse(nd + "nd_tll=00:00:00:00:00:01").prereq_errors() == ["nd_tll"]
     assert Match([("arp_op", 1, None)]).prereq_errors() == ["arp_op"]
     assert Match.parse("dl_vlan=5,dl_vlan_pcp=3").prereq_errors() == []
+
+
+def test_prereq_later_fragments_have_no_ports() -> None:
+    assert Match.parse("tcp,nw_frag=first,tp_dst=80").prereq_errors() == []
+    m = Match([("eth_type", 0x800, None), ("nw_proto", 17, None), ("ip_frag", 3, None),
+               ("udp_dst", 53, None)])
+    assert m.prereq_errors() == ["udp_dst"]
+    assert Match.parse("icmp,nw_frag=later,icmp_type=8").prereq_errors() == []
