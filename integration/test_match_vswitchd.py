@@ -132,9 +132,9 @@ def random_matches(n: int, seed: int = 20230301) -> list[Match]:
             items.append(("conj_id", bits(32), None))
         ct_valid = False
         if rng.random() < 0.3:
-            v, m = bits(8), bits(8) | 0x20
-            items.append(("ct_state", v, m))
-            ct_valid = bool(v & m & 0xCF) or bool(v & 0x20 and m & 0x10 and not v & 0x10)
+            cv, cm = bits(8), bits(8) | 0x20
+            items.append(("ct_state", cv, cm))
+            ct_valid = bool(cv & cm & 0xCF) or bool(cv & 0x20 and cm & 0x10 and not cv & 0x10)
         if rng.random() < 0.2:
             add("ct_mark", 32)
         if rng.random() < 0.2:
@@ -216,9 +216,9 @@ def random_matches(n: int, seed: int = 20230301) -> list[Match]:
                     add(name, width)
         elif proto == "lldp":
             items.append(("eth_type", 0x88CC, None))
-        m = Match(items)
-        assert not m.prereq_errors(), (m, m.prereq_errors())
-        out.append(m)
+        match = Match(items)
+        assert not match.prereq_errors(), (match, match.prereq_errors())
+        out.append(match)
     return out
 
 
