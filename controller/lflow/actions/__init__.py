@@ -43,7 +43,9 @@ from controller.lflow import lexer as lx
 from controller.lflow.actions.base import (
     P_EGRESS, P_INGRESS, ActionError, EncodeParams, OvnAction, OvsFeatures,
     ParseParams, encode_ovnacts, format_ovnacts)
+from controller.lflow.actions.exprglue import format_expr
 from controller.lflow.actions.extend_table import ExtendTable
+from controller.lflow.actions.parser import parse_with_lexer
 
 __all__ = [
     "parse_actions", "format_ovnacts", "encode_ovnacts", "ParsedActions",
@@ -60,13 +62,11 @@ class ParsedActions:
     def prereqs_text(self) -> str | None:
         if self.prereqs is None:
             return None
-        from controller.lflow.actions.exprglue import format_expr
         return format_expr(self.prereqs)
 
 
 def parse_actions(text: str, pp: ParseParams) -> ParsedActions | ActionError:
     """ovnacts_parse_string() (see module docstring)."""
-    from controller.lflow.actions.parser import parse_with_lexer
     lexer = lx.Lexer(text)
     lexer.get()
     actions, prereqs = parse_with_lexer(lexer, pp)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from uuid import UUID
 
 from controller.lflow import lexer as lx
+from controller.lflow.actions import ofb
 from controller.lflow.actions.extend_table import ExtendTable
 from controller.lflow.actions.dhcp_opts import (
     CONTROLLER_EVENT_OPTIONS, DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS,
@@ -237,9 +238,7 @@ def symbol_field_name(sym: Any) -> str:
     return str(f.name)
 
 
-def field_bits(name: str) -> int:
-    from ofctrl.fields import field as of_field
-    return int(of_field(name).n_bits)
+field_bits = ofb.field_bits
 
 
 # ---------------------------------------------------------------------------
@@ -312,14 +311,12 @@ class ActionContext:
     # -- prerequisites -------------------------------------------------
     def add_prerequisite(self, text: str) -> None:
         """add_prerequisite(): parse 'text' (not annotated) and AND it in."""
-        from controller.lflow.actions import exprglue
         self.prereqs = exprglue.combine_and(
             self.prereqs, exprglue.parse_plain(text, self.pp.symtab))
 
     # -- fields and constants -----------------------------------------
     def parse_field(self) -> FieldRef | None:
         """expr_field_parse(): a field reference plus its prerequisites."""
-        from controller.lflow.actions import exprglue
         ref, prereqs = exprglue.field_parse(self.lexer, self.pp.symtab)
         if ref is None:
             return None
@@ -342,6 +339,29 @@ class ActionContext:
             return None
         return f
 
+    def parse_nested(self, prereq: str | None, scope: int) -> tuple[OvnAction, ...] | None:
+        """parse_nested_action(): ``{ actions }``.
+
+        With a 'prereq' the nested prerequisites are dropped and 'prereq'
+        is added; without one (clone, reject) the nested prerequisites are
+        ANDed in front of the outer ones."""
+        lexer = self.lexer
+        if not lexer.force_match(lx.T_LCURLY):
+            return None
+        if self.depth + 1 == MAX_NESTED_ACTION_DEPTH:
+            self.fail("maximum depth of nested actions reached")
+            return None
+        inner = ActionContext(self.pp, lexer, self.depth + 1, scope)
+        assert PARSE_ACTION_LIST is not None
+        nested = PARSE_ACTION_LIST(inner, lx.T_RCURLY)
+        if prereq is not None:
+            self.add_prerequisite(prereq)
+        else:
+            self.prereqs = exprglue.combine_and(inner.prereqs, self.prereqs)
+        if lexer.error is not None:
+            return None
+        return tuple(nested)
+
     def parse_uint16(self, what: str) -> int | None:
         """action_parse_uint16()."""
         lexer = self.lexer
@@ -351,6 +371,70 @@ class ActionContext:
             return v
         lexer.syntax_error(f"expecting {what}")
         return None
+
+
+# Set by the parser module: parse_actions() over a sentinel token.
+PARSE_ACTION_LIST: Callable[[ActionContext, int], list[OvnAction]] | None = None
+
+
+def check_result_dst(ctx: ActionContext, dst: FieldRef, n_bits: int = 1) -> bool:
+    """The destination of ``dst = name(...)`` must be an n-bit writable field."""
+    err = ctx.type_check(dst, n_bits, True)
+    if err:
+        ctx.fail(err)
+        return False
+    return True
+
+
+def parse_result_args(ctx: ActionContext, name: str, dst: FieldRef,
+                      prereq: str | None) -> bool:
+    """parse_ovnact_result(): ``name()`` with a 1-bit writable result."""
+    lexer = ctx.lexer
+    lexer.get()
+    lexer.get()
+    if not lexer.match(lx.T_RPAREN):
+        ctx.fail(f"{name} doesn't take any parameters")
+        return False
+    if not check_result_dst(ctx, dst):
+        return False
+    if prereq:
+        ctx.add_prerequisite(prereq)
+    return True
+
+
+
+# ---------------------------------------------------------------------------
+# Argument marshalling for actions that pass fields in fixed registers.
+
+Arg = tuple[FieldRef, str]   # (source field, destination OVS field)
+
+
+def setup_args(args: list[Arg], out: list[Any]) -> None:
+    """encode_setup_args(): save destinations, push sources (reversed), pop
+    them into the destinations.  Arguments already in place are skipped."""
+    resolved = [(ofb.sub(*src.resolve()), dst) for src, dst in args]
+    moving = [(s, d) for s, d in resolved if s.field.name != d]
+    for _, d in moving:
+        out.append(ofb.push(ofb.whole(d)))
+    for s, _ in reversed(moving):
+        out.append(ofb.push(s))
+    for _, d in moving:
+        out.append(ofb.pop(ofb.whole(d)))
+
+
+def restore_args(args: list[Arg], out: list[Any]) -> None:
+    resolved = [(src.resolve()[0], dst) for src, dst in args]
+    for s, d in reversed(resolved):
+        if s != d:
+            out.append(ofb.pop(ofb.whole(d)))
+
+
+def flag_result(dst: FieldRef, table: int, bit: int, out: list[Any]) -> None:
+    """Clear flag bit, resubmit to 'table', copy the flag bit into 'dst'."""
+    out.append(ofb.load_bits(MFF_LOG_FLAGS, 0, bit, 1))
+    out.append(ofb.resubmit(table))
+    out.append(ofb.move(ofb.sub(MFF_LOG_FLAGS, bit, 1), ofb.sub(*dst.resolve())))
+
 
 
 def type_check(f: FieldRef, n_bits: int, rw: bool, scope: int) -> str | None:
@@ -404,7 +488,6 @@ def parse_constant_one(ctx: ActionContext, values: list[Const],
         lexer.get()
         return True
     if tok.type in (lx.T_MACRO, lx.T_PORT_GROUP):
-        from controller.lflow.actions import exprglue
         return exprglue.parse_set_reference(ctx, values, kind)
     lexer.syntax_error("expecting constant")
     return False
@@ -453,3 +536,7 @@ def parse_constant_for(ctx: ActionContext, f: FieldRef) -> Const | None:
                          f"{sym.width}-bit field {sym.name}.")
                 return None
     return values[0]
+
+
+# Imported last: exprglue needs FieldRef from this module.
+from controller.lflow.actions import exprglue  # noqa: E402

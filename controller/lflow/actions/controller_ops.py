@@ -21,7 +21,9 @@ from controller.lflow.actions.base import (
     OP_EVENT, OP_HANDLE_SVC_CHECK, OP_IGMP, OP_LOG, OP_PUT_DHCP_OPTS,
     OP_PUT_DHCPV6_OPTS, OP_PUT_ICMP4_FRAG_MTU, OP_PUT_ICMP6_FRAG_MTU,
     OP_PUT_ND_RA_OPTS, ActionContext, Const, ConstSet, EncodeParams, FieldRef,
-    OvnAction, encode_ovnacts, parse_constant_set)
+    OvnAction, encode_ovnacts, format_ovnacts, parse_constant_set,
+    parse_result_args, restore_args, setup_args)
+from controller.lflow.actions.lb import parse_lb_key
 from controller.lflow.actions.dhcp_opts import (
     DHCP_OFFERIP_CODE, DHCP_OPT_BOOTFILE_ALT_CODE, DHCP_OPT_BOOTFILE_CODE,
     DHCP_OPT_NEXT_SERVER_CODE, EMPTY_LB_LOAD_BALANCER, EMPTY_LB_PROTOCOL,
@@ -60,7 +62,6 @@ class ControllerNested(OvnAction):
     nested: tuple[OvnAction, ...]
 
     def format(self) -> str:
-        from controller.lflow.actions.base import format_ovnacts
         return f"{self.name} {{ {format_ovnacts(self.nested)} }};"
 
     def encode(self, ep: EncodeParams, out: list[Any]) -> None:
@@ -85,9 +86,8 @@ NESTED_CONTROLLER_ACTIONS: dict[str, tuple[int, str | None]] = {
 
 
 def parse_controller_nested(ctx: ActionContext, name: str) -> OvnAction | None:
-    from controller.lflow.actions.parser import parse_nested
     opcode, prereq = NESTED_CONTROLLER_ACTIONS[name]
-    nested = parse_nested(ctx, prereq, ctx.scope, discard_inner_prereqs=True)
+    nested = ctx.parse_nested(prereq, ctx.scope)
     if nested is None:
         return None
     return ControllerNested(name, opcode, nested)
@@ -128,7 +128,6 @@ class HandleSvcCheck(OvnAction):
         return f"handle_svc_check({self.port.format()});"
 
     def encode(self, ep: EncodeParams, out: list[Any]) -> None:
-        from controller.lflow.actions.lookups import restore_args, setup_args
         args = [(self.port, MFF_LOG_INPORT)]
         setup_args(args, out)
         out.append(ctl(ep, OP_HANDLE_SVC_CHECK))
@@ -157,7 +156,6 @@ class BindVport(OvnAction):
         key = ep.lookup_port(self.vport)
         if key is None:
             return
-        from controller.lflow.actions.lookups import restore_args, setup_args
         args = [(self.parent, MFF_LOG_INPORT)]
         setup_args(args, out)
         out.append(ctl(ep, OP_BIND_VPORT, struct.pack("!I", key)))
@@ -582,7 +580,6 @@ class DnsLookup(OvnAction):
 
 
 def parse_dns_lookup(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
-    from controller.lflow.actions.lookups import parse_result_args
     if not parse_result_args(ctx, "dns_lookup", dst, "udp"):
         return None
     return DnsLookup(dst)
@@ -688,7 +685,6 @@ def parse_log(ctx: ActionContext) -> OvnAction | None:
 # trigger_event
 
 def _valid_vip(text: str) -> bool:
-    from controller.lflow.actions.lb import parse_lb_key
     return parse_lb_key(text) is not None
 
 

@@ -143,10 +143,9 @@ class CtCommitV2(Nested):
 
 
 def parse_ct_commit(ctx: ActionContext) -> OvnAction | None:
-    from controller.lflow.actions.parser import parse_nested
     tok = ctx.lexer.token
     if tok.type == lx.T_LCURLY:
-        nested = parse_nested(ctx, "ip", WR_CT_COMMIT)
+        nested = ctx.parse_nested("ip", WR_CT_COMMIT)
         return None if nested is None else CtCommitV2(nested)
     if tok.type == lx.T_LPAREN:
         return _parse_ct_commit_v1(ctx)

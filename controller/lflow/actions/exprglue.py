@@ -15,6 +15,9 @@ from typing import Any
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions.base import FieldRef
+from controller.lflow.expr_annotate import parse_field_with_prereqs
+from controller.lflow.expr_nodes import E_AND, clone, combine, expr_format
+from controller.lflow.expr_parse import parse_expr_string
 
 
 def field_parse(lexer: lx.Lexer, symtab: Any) -> tuple[FieldRef | None, list[Any]]:
@@ -22,7 +25,6 @@ def field_parse(lexer: lx.Lexer, symtab: Any) -> tuple[FieldRef | None, list[Any
     symbol and of every parent symbol."""
     if lexer.error is not None:
         return None, []
-    from controller.lflow.expr_annotate import parse_field_with_prereqs
     f, prereqs = parse_field_with_prereqs(lexer, symtab)
     if f is None or lexer.error is not None:
         return None, []
@@ -32,12 +34,19 @@ def field_parse(lexer: lx.Lexer, symtab: Any) -> tuple[FieldRef | None, list[Any
 # ---------------------------------------------------------------------------
 # Prerequisite expressions (delegated to the expression modules).
 
+_PLAIN_CACHE: dict[tuple[int, str], Any] = {}
+
+
 def parse_plain(text: str, symtab: Any) -> Any:
-    """expr_parse_string(text) for a known-good prerequisite text."""
-    from controller.lflow.expr_parse import parse_expr_string
-    e, err = parse_expr_string(text, symtab)
-    assert err is None, err
-    return e
+    """expr_parse_string(text) for a known-good prerequisite text ("ip",
+    "ip4", "nd_ns", ...); parsed once per symbol table, cloned per use."""
+    key = (id(symtab), text)
+    e = _PLAIN_CACHE.get(key)
+    if e is None:
+        e, err = parse_expr_string(text, symtab)
+        assert e is not None and err is None, err
+        _PLAIN_CACHE[key] = e
+    return clone(e)
 
 
 def combine_and(a: Any, b: Any) -> Any:
@@ -46,12 +55,10 @@ def combine_and(a: Any, b: Any) -> Any:
         return b
     if b is None:
         return a
-    from controller.lflow.expr_nodes import E_AND, combine
     return combine(E_AND, a, b)
 
 
 def format_expr(e: Any) -> str:
-    from controller.lflow.expr_nodes import expr_format
     return str(expr_format(e))
 
 

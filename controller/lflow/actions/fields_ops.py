@@ -10,6 +10,7 @@ from controller.lflow.actions import ofb
 from controller.lflow.actions.base import (
     P_INGRESS, ActionContext, Const, EncodeParams, FieldRef, OvnAction,
     parse_constant_for)
+from controller.lflow.actions.controller_ops import OvnFieldLoad
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,6 @@ def parse_load(ctx: ActionContext, lhs: FieldRef) -> OvnAction | None:
     if c is None:
         return None
     if lhs.symbol.ovn_field:
-        from controller.lflow.actions.controller_ops import OvnFieldLoad
         return OvnFieldLoad(lhs, c)
     return Load(lhs, c)
 

@@ -16,38 +16,9 @@ from controller.lflow.actions.base import (
     MLF_LOOKUP_COMMIT_ECMP_NH_BIT, MLF_LOOKUP_FDB_BIT, MLF_LOOKUP_LB_HAIRPIN_BIT,
     MLF_LOOKUP_MAC_BIT, MLF_USE_LB_AFF_SESSION_BIT, OFTABLE_CHK_LB_AFFINITY,
     OFTABLE_ECMP_NH, OFTABLE_ECMP_NH_MAC, OP_PUT_ARP, OP_PUT_FDB, OP_PUT_ND,
-    ActionContext, EncodeParams, FieldRef, OvnAction)
+    ActionContext, EncodeParams, FieldRef, OvnAction, check_result_dst,
+    flag_result, parse_result_args, restore_args, setup_args)
 from controller.lflow.actions.controller_ops import ctl
-
-Arg = tuple[FieldRef, str]   # (source field, destination OVS field)
-
-
-def setup_args(args: list[Arg], out: list[Any]) -> None:
-    """encode_setup_args(): save destinations, push sources (reversed), pop
-    them into the destinations.  Arguments already in place are skipped."""
-    resolved = [(ofb.sub(*src.resolve()), dst) for src, dst in args]
-    moving = [(s, d) for s, d in resolved if s.field.name != d]
-    for _, d in moving:
-        out.append(ofb.push(ofb.whole(d)))
-    for s, _ in reversed(moving):
-        out.append(ofb.push(s))
-    for _, d in moving:
-        out.append(ofb.pop(ofb.whole(d)))
-
-
-def restore_args(args: list[Arg], out: list[Any]) -> None:
-    resolved = [(src.resolve()[0], dst) for src, dst in args]
-    for s, d in reversed(resolved):
-        if s != d:
-            out.append(ofb.pop(ofb.whole(d)))
-
-
-def flag_result(dst: FieldRef, table: int, bit: int, out: list[Any]) -> None:
-    """Clear flag bit, resubmit to 'table', copy the flag bit into 'dst'."""
-    out.append(ofb.load_bits(MFF_LOG_FLAGS, 0, bit, 1))
-    out.append(ofb.resubmit(table))
-    out.append(ofb.move(ofb.sub(MFF_LOG_FLAGS, bit, 1), ofb.sub(*dst.resolve())))
-
 
 # ---------------------------------------------------------------------------
 # get_arp / get_nd
@@ -142,18 +113,10 @@ class LookupMacBind(OvnAction):
         restore_args(args, out)
 
 
-def _check_result_dst(ctx: ActionContext, dst: FieldRef, n_bits: int = 1) -> bool:
-    err = ctx.type_check(dst, n_bits, True)
-    if err:
-        ctx.fail(err)
-        return False
-    return True
-
-
 def parse_lookup_mac_bind(ctx: ActionContext, dst: FieldRef, name: str,
                           width: int) -> OvnAction | None:
     lexer = ctx.lexer
-    if not _check_result_dst(ctx, dst):
+    if not check_result_dst(ctx, dst):
         return None
     lexer.get()
     lexer.get()
@@ -192,7 +155,7 @@ class LookupMacBindIp(OvnAction):
 def parse_lookup_mac_bind_ip(ctx: ActionContext, dst: FieldRef, name: str,
                              width: int) -> OvnAction | None:
     lexer = ctx.lexer
-    if not _check_result_dst(ctx, dst):
+    if not check_result_dst(ctx, dst):
         return None
     lexer.get()
     lexer.get()
@@ -258,7 +221,7 @@ def parse_get_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
     lexer = ctx.lexer
     lexer.get()
     lexer.get()
-    if dst.n_bits and not _check_result_dst(ctx, dst, 32):
+    if dst.n_bits and not check_result_dst(ctx, dst, 32):
         return None
     mac = ctx.parse_checked_field(48, False)
     lexer.force_match(lx.T_RPAREN)
@@ -291,7 +254,7 @@ def parse_lookup_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
     lexer = ctx.lexer
     lexer.get()
     lexer.get()
-    if not _check_result_dst(ctx, dst):
+    if not check_result_dst(ctx, dst):
         return None
     port = ctx.parse_checked_field(0, False)
     lexer.force_match(lx.T_COMMA)
@@ -336,22 +299,6 @@ class FlagResult(OvnAction):
     def encode(self, ep: EncodeParams, out: list[Any]) -> None:
         table_of, bit = RESULT_ACTIONS[self.name]
         flag_result(self.dst, table_of(ep), bit, out)
-
-
-def parse_result_args(ctx: ActionContext, name: str, dst: FieldRef,
-                      prereq: str | None) -> bool:
-    """parse_ovnact_result(): ``name()`` with a 1-bit writable result."""
-    lexer = ctx.lexer
-    lexer.get()
-    lexer.get()
-    if not lexer.match(lx.T_RPAREN):
-        ctx.fail(f"{name} doesn't take any parameters")
-        return False
-    if not _check_result_dst(ctx, dst):
-        return False
-    if prereq:
-        ctx.add_prerequisite(prereq)
-    return True
 
 
 def parse_flag_result(ctx: ActionContext, name: str, dst: FieldRef) -> OvnAction | None:

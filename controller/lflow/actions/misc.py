@@ -28,8 +28,7 @@ class Clone(OvnAction):
 
 
 def parse_clone(ctx: ActionContext) -> OvnAction | None:
-    from controller.lflow.actions.parser import parse_nested
-    nested = parse_nested(ctx, None, WR_DEFAULT)
+    nested = ctx.parse_nested(None, WR_DEFAULT)
     return None if nested is None else Clone(nested)
 
 

@@ -8,9 +8,8 @@ from typing import Any, Callable
 from controller.lflow import lexer as lx
 from controller.lflow.actions import (
     controller_ops, ct, fields_ops, lb, lookups, misc)
-from controller.lflow.actions.base import (
-    MAX_NESTED_ACTION_DEPTH, ActionContext, FieldRef, OvnAction)
-from controller.lflow.actions import exprglue
+from controller.lflow.actions import base
+from controller.lflow.actions.base import ActionContext, FieldRef, OvnAction
 
 Parser = Callable[[ActionContext], "OvnAction | None"]
 
@@ -169,28 +168,7 @@ def parse_action_list(ctx: ActionContext, sentinel: int) -> list[OvnAction]:
     return out
 
 
-def parse_nested(ctx: ActionContext, prereq: str | None, scope: int,
-                 discard_inner_prereqs: bool = False) -> tuple[OvnAction, ...] | None:
-    """parse_nested_action(): ``{ actions }``.
-
-    With a 'prereq' the nested prerequisites are dropped and 'prereq' is
-    added; without one (clone) the nested prerequisites are ANDed in front
-    of the outer ones."""
-    lexer = ctx.lexer
-    if not lexer.force_match(lx.T_LCURLY):
-        return None
-    if ctx.depth + 1 == MAX_NESTED_ACTION_DEPTH:
-        ctx.fail("maximum depth of nested actions reached")
-        return None
-    inner = ActionContext(ctx.pp, lexer, ctx.depth + 1, scope)
-    nested = parse_action_list(inner, lx.T_RCURLY)
-    if prereq is not None:
-        ctx.add_prerequisite(prereq)
-    else:
-        ctx.prereqs = exprglue.combine_and(inner.prereqs, ctx.prereqs)
-    if lexer.error is not None:
-        return None
-    return tuple(nested)
+base.PARSE_ACTION_LIST = parse_action_list
 
 
 def parse_with_lexer(lexer: lx.Lexer, pp: Any) -> tuple[list[OvnAction], Any]:
