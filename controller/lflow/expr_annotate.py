@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from controller.lflow import lexer as lx
 from controller.lflow.expr_nodes import (
-    E_AND, E_CMP, E_COND, E_OR, R_EQ, R_LE, R_LT, R_NE, R_GE, Expr,
+    E_AND, E_BOOL, E_CMP, E_COND, E_OR, R_EQ, R_LE, R_LT, R_NE, R_GE, Expr,
     bitwise_range, clone, combine, combine2, expr_not, fix, get_unique_symbol,
     insert_sub, make_bool, make_cmp_node,
 )
@@ -200,16 +200,35 @@ def simplify(e: Expr) -> Expr:
     return e
 
 
-def evaluate_condition(e: Expr, is_chassis_resident: Callable[[str], bool]) -> Expr:
-    """Replaces is_chassis_resident() conditions by Booleans."""
+def _has_condition(e: Expr) -> bool:
+    t = e.type
+    if t == E_COND:
+        return True
+    if t == E_AND or t == E_OR:
+        for sub in e.subs:
+            if _has_condition(sub):
+                return True
+    return False
+
+
+def _evaluate_condition(e: Expr, is_chassis_resident: Callable[[str], bool]) -> Expr:
     t = e.type
     if t == E_AND or t == E_OR:
         new: list[Expr] = []
         for sub in e.subs:
-            insert_sub(e, new, fix(evaluate_condition(sub, is_chassis_resident)))
+            insert_sub(e, new, fix(_evaluate_condition(sub, is_chassis_resident)))
         e.subs = new
         return fix(e)
     if t == E_COND:
         return make_bool(bool(is_chassis_resident(e.string)) ^ e.cond_not)
     return e
 
+
+def evaluate_condition(e: Expr, is_chassis_resident: Callable[[str], bool]) -> Expr:
+    """Replaces is_chassis_resident() conditions by Booleans.
+
+    An expression without conditions is returned as is (in OVS the walk only
+    re-applies fix(), which is the identity on a simplified expression)."""
+    if e.type == E_CMP or e.type == E_BOOL or not _has_condition(e):
+        return e
+    return _evaluate_condition(e, is_chassis_resident)
