@@ -93,17 +93,14 @@ for _name in FIELDS:
     if _name not in _ORDER and _name not in _FOLDED and _name not in _UNMATCHABLE:
         _ORDER.append(_name)
 _RANK: dict[str, int] = {name: i for i, name in enumerate(_ORDER)}
-# name -> (all-ones mask, maskable) for the directly stored fields.
-_PLAIN: dict[str, tuple[int, bool]] = {
-    name: ((1 << FIELDS[name].n_bits) - 1, FIELDS[name].maskable) for name in _ORDER}
-_PLAIN["ct_state"] = (0xFF, True)          # OVS keeps 8 bits of ct_state
-_PLAIN["arp_op"] = (0xFF, False)           # stored in OVS's 8-bit nw_proto
-_PLAIN["ipv6_label"] = (0xFFFFF, True)
+# name -> (all-ones mask, maskable, rank) for the directly stored fields.
+_PLAIN: dict[str, tuple[int, bool, int]] = {
+    name: ((1 << FIELDS[name].n_bits) - 1, FIELDS[name].maskable, _RANK[name])
+    for name in _ORDER}
+_PLAIN["ct_state"] = (0xFF, True, _RANK["ct_state"])      # OVS keeps 8 bits of it
+_PLAIN["arp_op"] = (0xFF, False, _RANK["arp_op"])         # kept in OVS's 8-bit nw_proto
+_VLAN_RANK = _RANK["vlan_tci"]
 _TUN_METADATA_WIDTH = 4                    # bytes; OVN maps its Geneve option so
-
-
-def _rank(item: Item) -> int:
-    return _RANK[item[0]]
 
 
 class Match:
@@ -115,23 +112,26 @@ class Match:
     _hash: int
 
     def __init__(self, items: Iterable[tuple[str, int, int | None]] = ()) -> None:
-        d: dict[str, tuple[int, int | None]] = {}
+        d: dict[int, Item] = {}            # rank -> item
         special: list[tuple[str, int, int | None]] | None = None
+        plain = _PLAIN
         for name, value, mask in items:
-            spec = _PLAIN.get(name)
+            spec = plain.get(name)
             if spec is None:
                 if special is None:
                     special = []
                 special.append((name, value, mask))
-                continue
-            _store(d, name, spec, value, mask)
+            elif mask is None and 0 <= value <= spec[0]:
+                d[spec[2]] = (name, value, None)
+            else:
+                _store(d, name, spec, value, mask)
         if special is not None:
             for name, value, mask in special:
                 _store_special(d, name, value, mask)
         if len(d) > 1:
-            self.items = tuple(sorted(((n, v, m) for n, (v, m) in d.items()), key=_rank))
+            self.items = tuple([d[r] for r in sorted(d)])
         else:
-            self.items = tuple((n, v, m) for n, (v, m) in d.items())
+            self.items = tuple(d.values())
         self._hash = hash(self.items)
 
     # -- value-object protocol -------------------------------------------------
@@ -190,7 +190,7 @@ class Match:
     # -- text ------------------------------------------------------------------
     def to_string(self, port_names: dict[int, str] | None = None) -> str:
         """Exactly what OVS 3.1 match_format() prints (priority omitted)."""
-        return _format_match(self.as_dict(), port_names)
+        return _format_match(self.items, port_names)
 
     __str__ = to_string
 
@@ -244,14 +244,14 @@ def _canonical_name(name: str) -> str:
         raise MatchError("unknown field %r" % name) from None
 
 
-def _store(d: dict[str, tuple[int, int | None]], name: str, spec: tuple[int, bool],
+def _store(d: dict[int, Item], name: str, spec: tuple[int, bool, int],
            value: int, mask: int | None) -> None:
-    all_ones, maskable = spec
+    all_ones, maskable, rank = spec
     if mask is not None:
         if mask & all_ones == all_ones:
             mask = None
         elif not mask & all_ones:
-            d.pop(name, None)
+            d.pop(rank, None)
             return
         elif not maskable:
             raise MatchError("field %s is not maskable" % name)
@@ -263,10 +263,10 @@ def _store(d: dict[str, tuple[int, int | None]], name: str, spec: tuple[int, boo
             value &= 0xFF if mask is None else mask
         else:
             raise MatchError("value %#x too wide for %s" % (value, name))
-    d[name] = (value, mask)
+    d[rank] = (name, value, mask)
 
 
-def _store_special(d: dict[str, tuple[int, int | None]], name: str, value: int,
+def _store_special(d: dict[int, Item], name: str, value: int,
                    mask: int | None) -> None:
     if name not in FIELDS:
         name = _canonical_name(name)
@@ -283,15 +283,15 @@ def _store_special(d: dict[str, tuple[int, int | None]], name: str, value: int,
             shift = 32 * (n_regs - 1 - k)
             part_mask = (m >> shift) & 0xFFFFFFFF
             if part_mask:
-                _store(d, "reg%d" % (base + k), _PLAIN["reg0"],
+                _store(d, "reg%d" % (base + k), _PLAIN["reg%d" % (base + k)],
                        (value >> shift) & part_mask, part_mask)
     elif name == "in_port_oxm":
         _store(d, "in_port", _PLAIN["in_port"], port_from_ofp11(value), None)
     elif name == "ip_dscp":
         _store(d, "nw_tos", _PLAIN["nw_tos"], (value << 2) & 0xFC, None)
     elif name in ("dl_vlan", "vlan_vid", "dl_vlan_pcp", "vlan_pcp"):
-        tci, tmask = d.get("vlan_tci", (0, 0))
-        tmask = 0xFFFF if tmask is None else tmask
+        _, tci, old_mask = d.get(_VLAN_RANK, ("vlan_tci", 0, 0))
+        tmask = 0xFFFF if old_mask is None else old_mask
         if name == "dl_vlan":
             if value == 0xFFFF:                 # OFP10_VLAN_NONE: no 802.1Q header
                 tci, tmask = 0, 0xFFFF
@@ -449,8 +449,12 @@ def _first(d: dict[str, tuple[int, int | None]], *names: str) -> tuple[int, int 
     return None
 
 
-def _format_match(d: dict[str, tuple[int, int | None]],
-                  port_names: dict[int, str] | None) -> str:
+_REG_NAMES = frozenset("reg%d" % i for i in range(16))
+_TUN_MD_NAMES = frozenset("tun_metadata%d" % i for i in range(64))
+
+
+def _format_match(items: tuple[Item, ...], port_names: dict[int, str] | None) -> str:
+    d = {n: (v, m) for n, v, m in items}
     out: list[str] = []
     _u32m(out, "pkt_mark", d.get("pkt_mark"))
     _u32m(out, "recirc_id", d.get("recirc_id"))
@@ -513,8 +517,10 @@ def _format_match(d: dict[str, tuple[int, int | None]],
             else:
                 out.append(name)
 
-    for i in range(16):
-        _u32m(out, "reg%d" % i, d.get("reg%d" % i))
+    for name, v, m in items:          # canonical order keeps reg0..reg15 sorted
+        if name in _REG_NAMES:
+            out.append("%s=%s" % (name, _hx(v)) if m is None
+                       else "%s=%s/%s" % (name, _hx(v), _hx(m)))
     _u32m(out, "tun_id", d.get("tun_id"))
     _ipm(out, "tun_src", d.get("tun_src"))
     _ipm(out, "tun_dst", d.get("tun_dst"))
@@ -529,12 +535,10 @@ def _format_match(d: dict[str, tuple[int, int | None]],
         # OVS compares against all internal tunnel flag bits (0xf), so the one
         # public bit always prints as "+oam"/"-oam".
         out.append("tun_flags=" + _flags(((1, "oam"),), vm[0], 1, 0xF))
-    for i in range(64):
-        vm = d.get("tun_metadata%d" % i)
-        if vm is not None:
-            v, m = vm
-            out.append("tun_metadata%d=%s" % (i, _hx(v)) if m is None
-                       else "tun_metadata%d=%s/%s" % (i, _hx(v), _hx(m)))
+    for name, v, m in items:
+        if name in _TUN_MD_NAMES:
+            out.append("%s=%s" % (name, _hx(v)) if m is None
+                       else "%s=%s/%s" % (name, _hx(v), _hx(m)))
     _u32m(out, "metadata", d.get("metadata"))
     vm = d.get("in_port")
     if vm is not None:
