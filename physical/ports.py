@@ -527,9 +527,9 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
             out.add(C.T_REMOTE_OUTPUT, 150,
                     PMatch([(C.LOG_INPORT, port_key, None), (C.LOG_DATAPATH, dp_key, None)]),
                     [Resubmit(C.T_LOCAL_OUTPUT)])
-        return out.flows
-
-    if access == "localnet":
+        # Fall through: a local port whose main (or another additional)
+        # chassis is elsewhere is also cloned over tunnels below.
+    elif access == "localnet":
         assert localnet is not None
         out.add(C.T_LOCAL_OUTPUT, 100, match_outport(dp_key, port_key),
                 [load(C.LOG_OUTPORT, localnet.tunnel_key), Resubmit(C.T_LOCAL_OUTPUT)])
