@@ -64,6 +64,7 @@ class Env:
                 time.sleep(0.001)
             if (
                 self.sess.state == S_UPDATE_FLOWS
+                and not self.sess.initial_clear
                 and not self.sess.has_backlog()
                 and not self.sess._flow_updates
                 and (cond is None or cond())
