@@ -262,14 +262,17 @@ class Sandbox:
                       log: Path, exe: str, cwd: Path | None = None,
                       env: dict[str, str] | None = None, timeout: float = 60.0) -> Daemon:
         """Run a `--detach` command and record the daemon it leaves behind."""
+        real_exe = os.path.realpath(exe)
         try:
             proc = subprocess.run(list(argv), env=env or self.env, cwd=cwd or self.run,
                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired as exc:
+            _kill_orphan(pidfile, real_exe)
             raise SandboxError(f"{role}: no detach within {timeout:.0f}s: {_short(argv)}"
                                f"\n{_tail(log)}") from exc
         if proc.returncode != 0:
+            _kill_orphan(pidfile, real_exe)
             raise SandboxError(f"{role} failed to start (exit {proc.returncode}): "
                                f"{_short(argv)}\n{proc.stderr.strip()}\n{_tail(log)}")
         try:
@@ -277,7 +280,6 @@ class Sandbox:
         except (OSError, ValueError) as exc:
             raise SandboxError(f"{role}: no pidfile {pidfile}") from exc
         start_time = _proc_start_time(pid)
-        real_exe = os.path.realpath(exe)
         if start_time is None or _proc_exe(pid) != real_exe:
             raise SandboxError(f"{role}: pid {pid} from {pidfile} is not {real_exe}"
                                f"\n{_tail(log)}")
@@ -449,6 +451,16 @@ class Sandbox:
             daemon = self._start_daemon("controller", argv, pidfile=pidfile, ctl=ctl, log=log,
                                         exe=exe, cwd=REPO_ROOT, env=env, timeout=timeout)
             daemon.name = "ovn-controller-py"
+            # --detach may return before the control socket exists; wait for it.
+            deadline = time.monotonic() + timeout
+            while not ctl.exists():
+                if not daemon.alive():
+                    self.daemons.pop("controller", None)
+                    raise SandboxError(f"ovn-controller-py exited after start\n{_tail(log)}")
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"ovn-controller-py: no control socket {ctl} after "
+                                       f"{timeout:.0f}s\n{_tail(log)}")
+                time.sleep(0.05)
         else:
             raise ValueError(f"unknown controller kind {kind!r} (use 'c' or 'py')")
         self.controller_kind = kind
@@ -553,7 +565,10 @@ class Sandbox:
             remaining()
             time.sleep(poll)
         if self.northd_enabled:
-            self.nbctl("--wait=hv", "sync", timeout=max(1.0, remaining()))
+            try:
+                self.nbctl("--wait=hv", "sync", timeout=max(1.0, remaining()))
+            except SandboxError as exc:
+                raise SandboxError(f"wait_hv_sync: {exc}\n{self.log_tail()}") from exc
         else:
             cfg = int(self.sbctl("get", "SB_Global", ".", "nb_cfg").strip() or "0") + 1
             self.sbctl("set", "SB_Global", ".", f"nb_cfg={cfg}")
@@ -602,6 +617,20 @@ def _terminate(daemon: Daemon, grace: float) -> None:
             if not daemon.alive():
                 return
             time.sleep(0.02)
+
+
+def _kill_orphan(pidfile: Path, exe: str) -> None:
+    """A daemon whose `--detach` parent failed or was killed may still run:
+    stop it if its pidfile names a live process running `exe`."""
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return
+    start_time = _proc_start_time(pid)
+    if start_time is None or _proc_exe(pid) != exe or pid == os.getpid():
+        return
+    _terminate(Daemon(role="orphan", name=Path(exe).name, pid=pid, exe=exe,
+                      start_time=start_time, pidfile=pidfile, ctl=pidfile, log=pidfile), 5.0)
 
 
 def _short(args: Sequence[str], limit: int = 300) -> str:
