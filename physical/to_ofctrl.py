@@ -27,34 +27,50 @@ def _whole(name: str) -> Subfield:
     return Subfield.whole(field(name))
 
 
+_CACHE: dict[pb.Action, tuple[ofp.Action, ...]] = {}
+_CACHE_MAX = 200_000
+
+
 def to_ofctrl_actions(actions: tuple[pb.Action, ...]) -> list[ofp.Action]:
+    """ofctrl actions for ``actions``; conversions are memoised per action value
+    (most physical actions repeat: zone loads, resubmits, register clears)."""
     out: list[ofp.Action] = []
+    cache = _CACHE
     for a in actions:
-        if isinstance(a, pb.SetField):
-            out.append(ofp.SetField(a.field, a.value, a.mask))
-        elif isinstance(a, pb.Resubmit):
-            out.append(ofp.Resubmit(a.table))
-        elif isinstance(a, pb.Output):
-            out.append(ofp.Output(a.port))
-        elif isinstance(a, pb.Move):
-            out.append(ofp.Move(_sub(a.src, a.src_ofs, a.n_bits), _sub(a.dst, a.dst_ofs, a.n_bits)))
-        elif isinstance(a, pb.StackPush):
-            out.append(ofp.StackPush(_whole(a.field)))
-        elif isinstance(a, pb.StackPop):
-            out.append(ofp.StackPop(_whole(a.field)))
-        elif isinstance(a, pb.PopVlan):
-            out.append(ofp.PopVlan())
-        elif isinstance(a, pb.PushVlan):
-            out.append(ofp.PushVlan(a.ethertype))
-        elif isinstance(a, pb.CtClear):
-            out.append(ofp.CtClear())
-        elif isinstance(a, pb.Conjunction):
-            out.append(ofp.Conjunction(a.id, a.clause + 1, a.n_clauses))
-        elif isinstance(a, pb.Clone):
-            out.append(ofp.Clone(tuple(to_ofctrl_actions(a.actions))))
-        else:
-            out.extend(ofp.parse_actions(a.format()))
+        conv = cache.get(a)
+        if conv is None:
+            if len(cache) >= _CACHE_MAX:
+                cache.clear()
+            conv = cache[a] = tuple(_convert(a))
+        out.extend(conv)
     return out
+
+
+def _convert(a: pb.Action) -> list[ofp.Action]:
+    if isinstance(a, pb.SetField):
+        return [ofp.SetField(a.field, a.value, a.mask)]
+    if isinstance(a, pb.Resubmit):
+        return [ofp.Resubmit(a.table)]
+    if isinstance(a, pb.Output):
+        return [ofp.Output(a.port)]
+    if isinstance(a, pb.Move):
+        return [ofp.Move(_sub(a.src, a.src_ofs, a.n_bits), _sub(a.dst, a.dst_ofs, a.n_bits))]
+    if isinstance(a, pb.StackPush):
+        return [ofp.StackPush(_whole(a.field))]
+    if isinstance(a, pb.StackPop):
+        return [ofp.StackPop(_whole(a.field))]
+    if isinstance(a, pb.PopVlan):
+        return [ofp.PopVlan()]
+    if isinstance(a, pb.PushVlan):
+        return [ofp.PushVlan(a.ethertype)]
+    if isinstance(a, pb.CtClear):
+        return [ofp.CtClear()]
+    if isinstance(a, pb.Conjunction):
+        return [ofp.Conjunction(a.id, a.clause + 1, a.n_clauses)]
+    if isinstance(a, pb.Clone):
+        return [ofp.Clone(tuple(to_ofctrl_actions(a.actions)))]
+    # learn, ct/nat, bundle, sample, controller, check_pkt_larger: via OVS text.
+    return ofp.parse_actions(a.format())
 
 
 def to_ofctrl_match(m: pb.PMatch) -> Match:
