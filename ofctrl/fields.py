@@ -34,6 +34,7 @@ __all__ = [
     "field_by_header",
     "lookup",
     "format_value",
+    "format_subvalue",
     "parse_value",
     "Subfield",
     "parse_subfield",
@@ -68,6 +69,7 @@ class Field:
     alias: str = ""
     variable: bool = False
     other_names: tuple[str, ...] = ()
+    oxm_name: str = ""   # name of the OF1.5 header (OVS nx_format_field_name(id, OF1.5))
 
     @property
     def all_ones(self) -> int:
@@ -239,12 +241,15 @@ def _build() -> tuple[dict[str, Field], dict[str, Field]]:
                 ffield: int | None = oxm_field + i
             else:
                 fname, fnxm, ffield = name, nxm_name, oxm_field
+            # The OF1.5 header's name is the one assignment not listed as an
+            # alternative (non-OF1.5) header.
+            oxm_name = next((n for n in (fnxm,) + others if n not in _ALT_HEADERS), fnxm)
             f = Field(
                 name=fname, n_bits=n_bits, maskable=maskable, writable=writable,
                 nxm_name=fnxm, oxm_class=oxm_class, oxm_field=ffield,
                 experimenter=experimenter, prereqs=prereqs, fmt=fmt,
                 n_bytes=n_bytes, alias=alias,
-                variable=name == "tun_metadata0", other_names=others)
+                variable=name == "tun_metadata0", other_names=others, oxm_name=oxm_name)
             fields[fname] = f
             names[fname] = f
             if alias:
@@ -331,6 +336,12 @@ _NAME_NEEDS_NO_QUOTES = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
 def _hex(value: int) -> str:
     # OVS ds_put_hex(): "0x" and the bytes without leading zero bytes, "0" if zero.
     return "0x%x" % value if value else "0"
+
+
+def format_subvalue(value: int) -> str:
+    """OVS mf_format_subvalue() (e.g. the value of ``load:`` and learn's
+    ``load:``/``=`` immediates): "0x..." hex, or "0"."""
+    return _hex(value)
 
 
 def format_mac(value: int) -> str:

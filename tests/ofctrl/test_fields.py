@@ -236,3 +236,26 @@ def test_registry_is_consistent() -> None:
         assert f.n_bits <= 8 * f.n_bytes
         assert f.fmt in {"hex", "decimal", "mac", "ipv4", "ipv6", "port", "port_oxm",
                          "ct_state", "frag", "tcp_flags", "tun_flags", "packet_type"}
+
+
+@pytest.mark.parametrize(
+    "name,oxm_name",
+    [
+        ("eth_src", "OXM_OF_ETH_SRC"), ("reg14", "NXM_NX_REG14"), ("xreg4", "OXM_OF_PKT_REG4"),
+        ("metadata", "OXM_OF_METADATA"), ("tcp_flags", "OXM_OF_TCP_FLAGS"),
+        ("tun_id", "OXM_OF_TUNNEL_ID"), ("ct_label", "NXM_NX_CT_LABEL"),
+        ("nd_sll", "OXM_OF_IPV6_ND_SLL"), ("ipv6_label", "OXM_OF_IPV6_FLABEL"),
+        ("actset_output", "OXM_OF_ACTSET_OUTPUT"), ("in_port_oxm", "OXM_OF_IN_PORT"),
+    ],
+)
+def test_oxm_name_is_the_of15_header(name: str, oxm_name: str) -> None:
+    f = field(name)
+    assert f.oxm_name == oxm_name
+    assert lookup(oxm_name) is f
+
+
+def test_format_subvalue() -> None:
+    from ofctrl.fields import format_subvalue
+
+    assert format_subvalue(0) == "0"
+    assert format_subvalue(0x1F) == "0x1f"
