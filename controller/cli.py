@@ -34,6 +34,7 @@ the pidfile is removed on the way out.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib
 import os
 import signal
@@ -220,12 +221,26 @@ def check_pidfile(path: str, overwrite: bool) -> None:
         raise RuntimeError(f"{path}: already running as pid {other}, aborting")
 
 
+_PIDFILE_FD: list[int] = []      # kept open (and locked) for the life of the process
+
+
 def write_pidfile(path: str) -> None:
+    """Write our pid to `path`, holding a POSIX write lock on it as OVS daemons do:
+    `ovs-appctl -t NAME` treats an unlocked pidfile as stale."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="ascii") as f:
-        f.write(f"{os.getpid()}\n")
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        os.fsync(fd)
+        os.replace(tmp, path)
+    except OSError:
+        os.close(fd)
+        raise
+    for old in _PIDFILE_FD:
+        os.close(old)
+    _PIDFILE_FD[:] = [fd]
 
 
 def remove_pidfile(path: str) -> None:

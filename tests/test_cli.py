@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -148,6 +149,9 @@ def test_detach_daemonises_writes_pidfile_and_cleans_up(tmp_path: Path,
     assert remote == "unix:/nowhere/db.sock"
     assert unixctl == f"{tmp_path}/ovn-controller-py.{pid}.ctl"
     assert cwd == "/"                                   # no --no-chdir
+    # the daemon holds a POSIX lock on its pidfile (ovs-appctl -t NAME requires it)
+    with open(tmp_path / "agent.pid", "r+") as f, pytest.raises(OSError):
+        fcntl.lockf(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     os.kill(pid, signal.SIGTERM)
     assert _wait_gone(pid)
     assert not (tmp_path / "agent.pid").exists()
