@@ -259,3 +259,40 @@ def test_format_subvalue() -> None:
 
     assert format_subvalue(0) == "0"
     assert format_subvalue(0x1F) == "0x1f"
+
+
+def test_oxm_headers() -> None:
+    from ofctrl.oxm import decode_header, encode_oxm, header_bytes, header_int
+
+    assert header_int(field("reg14")) == 0x00011C04
+    assert header_int(field("reg14"), True) == 0x00011D08
+    assert header_int(field("metadata")) == 0x80000408
+    assert header_int(field("xreg4"), True) == 0x80010910
+    assert header_int(field("xxreg0")) == 0x0001DE10
+    assert header_int(field("ct_label"), True) == 0x0001D920
+    # experimenter class: length counts the 4-byte experimenter id
+    assert header_bytes(field("tun_erspan_idx")).hex() == "ffff1608" + "00002320"
+    assert header_int(field("tun_metadata0"), False, 4) == 0x00015004
+    data = encode_oxm(field("reg10"), 0x400, 0x400)
+    assert data.hex() == "00011508" + "00000400" + "00000400"
+    f, masked, width, hdr_len = decode_header(data)
+    assert (f.name, masked, width, hdr_len) == ("reg10", True, 4, 4)
+
+
+def test_oxm_decode_stream_and_errors() -> None:
+    from ofctrl.oxm import OxmError, decode_oxms, encode_oxm
+
+    stream = (encode_oxm(field("eth_type"), 0x800) + encode_oxm(field("ip_src"), 0x0A000001)
+              + encode_oxm(field("ipv6_dst"), 1, (1 << 128) - 2))
+    assert [(f.name, v, m) for f, v, m in decode_oxms(stream)] == [
+        ("eth_type", 0x800, None), ("ip_src", 0x0A000001, None),
+        ("ipv6_dst", 0, (1 << 128) - 2)]
+    # legacy NXM headers decode to the same fields
+    nxm_eth_src = bytes.fromhex("00000406") + bytes(6)
+    assert [f.name for f, _, _ in decode_oxms(nxm_eth_src)] == ["eth_src"]
+    with pytest.raises(OxmError):
+        list(decode_oxms(bytes.fromhex("7fff0004deadbeef")))      # unknown field
+    with pytest.raises(OxmError):
+        list(decode_oxms(encode_oxm(field("reg0"), 1)[:-1]))       # truncated
+    with pytest.raises(OxmError):
+        list(decode_oxms(bytes.fromhex("00010005") + bytes(5)))   # reg0 with 5 bytes
