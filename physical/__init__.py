@@ -20,10 +20,12 @@ Conversion: ``physical.to_ofctrl.to_ofctrl_flow(pf)`` gives the shared
 ``ofctrl.flow.Flow`` (ofctrl Match + ofpacts); ``pf.to_string(port_names)``
 prints the flow exactly as ``ovs-ofctl dump-flows --no-stats`` (no cookie).
 
-Incremental use: when a Port_Binding changes, drop the flows owned by its
-UUID and call ``port_binding_flows`` + ``port_security_flows`` again (for an
-``external`` port also re-run its datapath's localnet port; for a patch port
-also its peer), and so on per table.
+Incremental use: when a Port_Binding changes, ``lport_update(ctx, pb, removed,
+datapath_ports)`` says which owners to drop and which rows to rebuild with
+``port_binding_flows`` + ``port_security_flows`` (external port -> its
+localnet port, patch port -> its peer, multichassis flip -> whole datapath);
+other rows (Multicast_Group, MAC_Binding, FDB, Load_Balancer) own their flows
+one to one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from physical.generic import chassis_mac_conj_flows, default_flows, tunnel_flows
+from physical.incremental import LportUpdate, lport_update
 from physical.inputs import (ChassisTunnel, LocalDatapath, PhysicalContext, PhysicalDebug,
                              TunnelType)
 from physical.lb_hairpin import lb_hairpin_flows
@@ -41,7 +44,7 @@ from physical.port_security import port_security_flows
 from physical.ports import port_binding_flows
 
 __all__ = [
-    "ChassisTunnel", "LocalDatapath", "PhysicalContext", "PhysicalDebug", "TunnelType",
+    "ChassisTunnel", "LocalDatapath", "LportUpdate", "lport_update", "PhysicalContext", "PhysicalDebug", "TunnelType",
     "PhysFlow", "PMatch", "build_all", "chassis_mac_conj_flows", "default_flows",
     "fdb_flows", "lb_hairpin_flows", "mac_binding_flows", "mc_group_flows",
     "port_binding_flows", "port_security_flows", "static_mac_binding_flows", "tunnel_flows",

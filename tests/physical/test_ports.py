@@ -226,3 +226,22 @@ def test_multichassis_port_tunnels_and_pmtud_flows() -> None:
         assert ",reg9=0x2/0x2," in text and text.endswith(",pause)")
         converted = to_ofctrl_flow(f)
         assert isinstance(converted.actions[0], Controller)
+
+
+def test_lport_update_dependencies() -> None:
+    from physical import lport_update
+    ctx = _ctx()
+    upd = lport_update(ctx, EXT, False, [LN, LS_PUB_LR0, EXT])
+    assert upd is not None
+    assert [r.logical_port for r in upd.rebuild] == ["ln-pub", "ext1"]
+    assert set(upd.remove) == {EXT.uuid, LN.uuid}
+    upd = lport_update(ctx, LS_PUB_LR0, False)
+    assert upd is not None and [r.logical_port for r in upd.rebuild] == ["ls-pub-lr0", "lr0-pub"]
+    upd = lport_update(ctx, P1, True)
+    assert upd is not None and upd.rebuild == [] and upd.remove == [P1.uuid]
+    multi = pb("ls-a-p1", str(P1.uuid), LS_A, 4, chassis=[HV1], additional_chassis=[HV2])
+    upd = lport_update(ctx, multi, False, [multi, MD])
+    assert upd is not None and [r.logical_port for r in upd.rebuild] == ["ls-a-p1", "ls-a-md"]
+    assert "ls-a-p1" in ctx.local_datapaths[3].multichassis_ports
+    vtep = pb("v", "00000000-0000-0000-0000-0000000000b1", LS_B, 9, "vtep")
+    assert lport_update(ctx, vtep, False) is None
