@@ -239,6 +239,9 @@ class Binder:
         else:
             lb.iface = iface
         self.rt.iface_shadow[iface.uuid] = iface_id
+        # Every local iface-id is a local lport: the SB monitor condition asks
+        # for its Port_Binding even before we know it.
+        self._local_lport_add(iface_id)
         return iface_id
 
     # ---------------------------------------------------------- consider
@@ -467,7 +470,9 @@ class Binder:
         else:
             log.info(f"Releasing lport {name}")
         self.rt.bound_here.discard(name)
-        self._local_lport_remove(name)
+        lb = self.rt.bindings.get(name)
+        if lb is None or lb.iface is None:
+            self._local_lport_remove(name)
         self._track(pb, TrackedType.REMOVED)
         self.ctx.if_mgr.release_iface(name)
         return True
@@ -698,6 +703,8 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
                     lb.iface = None
                 else:
                     del rt.bindings[old_id]
+                if old_id not in rt.bound_here:
+                    b._local_lport_remove(old_id)
                 affected.append(old_id)
         if new_id is not None:
             lb = rt.bindings.get(new_id)

@@ -199,6 +199,9 @@ class CtZones:
                 pe.of_xid = None
         return zones
 
+    def has_queued_flushes(self) -> bool:
+        return any(pe.state is PendingState.OF_QUEUED for pe in self.pending.values())
+
     def assign_barrier(self, xid: int) -> None:
         for pe in self.pending.values():
             if pe.state is PendingState.OF_SENT and pe.of_xid is None:

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 import ovs.db.idl
 import ovs.poller
 
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
@@ -138,9 +138,10 @@ class IdlLoop:
                  probe_interval: int | None = None, leader_only: bool = False) -> None:
         self.name = name
         self.remote = remote
-        self.tracker = ChangeTracker(helper.get_idl_schema().tables.keys())
-        self._helper_factory = helper
+        self.tracker = ChangeTracker(())
         self.idl = TrackedIdl(remote, helper, self.tracker, probe_interval, leader_only)
+        for name in self.idl.tables:
+            self.tracker.tables.setdefault(name, TableChanges(name))
         self.txn: ovs.db.idl.Transaction | None = None          # open this iteration
         self.committing: ovs.db.idl.Transaction | None = None   # in flight
         self.last_commit_status: str | None = None

@@ -191,7 +191,8 @@ def test_incremental_interface_and_port_binding_handlers():
     p2.__dict__["options"] = {"requested-chassis": "hv2"}
     t.record("Port_Binding", ROW_UPDATE, p2, {"options": None})
     assert handle_port_binding_changes(w.ctx(), w.rt, t["Port_Binding"])
-    assert p2.chassis == [] and "p2" not in w.rt.local_lports
+    assert p2.chassis == [] and "p2" not in w.rt.bound_here
+    assert "p2" in w.rt.local_lports      # the iface is still here (monitoring)
     # A type change needs a recompute.
     t.clear()
     t.record("Port_Binding", ROW_UPDATE, p1, {"type": None})

@@ -1,0 +1,443 @@
+"""The agent's main loop (OVN 23.03 ovn-controller.c ``main()``).
+
+Design note
+-----------
+One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
+
+1. run the OVS IDL (open this iteration's OVS transaction), read the knobs,
+   (re)connect the SB IDL from ``ovn-remote`` and run it; reconnects force
+   a full recompute; SB indexes follow the tracked changes;
+2. create/fix br-int, register Chassis/Chassis_Private/Encaps, run the
+   OpenFlow session (reconnect => recompute), tunnel ports;
+3. run the engine (recompute allowed only with an SB transaction and no
+   OpenFlow backlog), commit ct zones, refresh SB monitor conditions;
+4. hand desired flows to ofctrl with the request id of the latest seqno
+   requests (nb_cfg, if-status), collect acked seqnos, run the if-status
+   manager, echo nb_cfg;
+5. unixctl, commit both transactions, clear tracked changes, wait.
+
+``lflow_output`` / ``pflow_output`` providers plug in through
+:func:`controller.engine_graph.build_engine`; until they exist the desired
+flow tables given to ofctrl stay empty (ports still get ``ovn-installed``
+only after the barrier of the round that followed their claim).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import ovs.poller
+import structlog
+
+from controller import db as dbmod
+from controller.binding import binding_cleanup
+from controller.chassis import chassis_cleanup, chassis_config, chassis_run, ensure_br_int
+from controller.coverage import COVERAGE
+from controller.encaps import Encaps, encaps_cleanup
+from controller.engine import State
+from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
+from controller.engine_nodes import AgentNodes, AgentState
+from controller.if_status import IfStatusMgr
+from controller.knobs import Knobs, chassis_name as resolve_chassis_name
+from controller.loop_stats import LoopStats
+from controller.nb_cfg import NbCfg
+from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
+from controller.unixctl import create_server
+from ofctrl.desired import DesiredFlowTable
+from ofctrl.seqno import SeqnoTracker
+from ofctrl.session import OfctrlSession
+
+log = structlog.get_logger("main")
+
+SIGNALS_READY = True
+
+
+def _ovs_rundir() -> str:
+    return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
+
+
+def _override_file() -> str:
+    return os.path.join(os.environ.get("OVN_SYSCONFDIR", "/etc/ovn"), "system-id-override")
+
+
+class Daemon:
+    def __init__(self, options: Any, flow_providers: dict[str, Any] | None = None) -> None:
+        self.options = options
+        self.ovs = dbmod.open_ovs(getattr(options, "ovs_remote", None))
+        self.sb: dbmod.IdlLoop | None = None
+        self.sb_remote: str | None = None
+        self.seqno = SeqnoTracker()
+        self.nb_cfg = NbCfg(self.seqno)
+        self.if_mgr = IfStatusMgr(self.seqno)
+        self.st = AgentState(self.if_mgr)
+        self.nodes = AgentNodes(self.st)
+        self.engine = build_engine(GraphParts(
+            impl=self.nodes, ovs_tracker=self.ovs.tracker,
+            sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
+            state_runs={"ofctrl_is_connected": self.st.run_ofctrl_is_connected,
+                        "sb_ro": self.st.run_sb_ro,
+                        "postponed_ports": self.st.run_postponed_ports},
+            node_data={"runtime_data": self.st.rt, "ct_zones": self.st.ct,
+                       "if_status_mgr": self.if_mgr},
+            providers=flow_providers or {}))
+        self.encaps = Encaps()
+        self.session: OfctrlSession | None = None
+        self.session_target: str | None = None
+        self.empty_lflows = DesiredFlowTable()
+        self.empty_pflows = DesiredFlowTable()
+        self.loop_stats = LoopStats()
+        self.stopwatches = Stopwatches(AGENT_STOPWATCHES)
+        self.coverage = COVERAGE
+        self.paused = False
+        self.exiting = False
+        self.restart = False
+        self.done = False
+        self.chassis: Any | None = None
+        self.chassis_private: Any | None = None
+        self.br_int: Any | None = None
+        self.expected_cond_seqno = 0
+        self.monitor_key: Any = None
+        self.unixctl = None
+        self._wake = False
+        self._sb_loaded = False
+
+    # ------------------------------------------------------------ Agent API
+    def request_exit(self, restart: bool) -> None:
+        self.exiting = True
+        self.restart = restart
+        self._wake = True
+
+    def sb_connected(self) -> bool:
+        return self.sb is not None and self.sb.connected
+
+    def ct_zone_list(self) -> str:
+        return self.st.ct.list_text()
+
+    def dump_local_bindings(self) -> str:
+        return self.st.rt.dump_local_bindings()
+
+    def force_recompute(self) -> None:
+        self.engine.trigger_recompute()
+        self._wake = True
+
+    def set_delay_nb_cfg_report(self, seconds: int) -> None:
+        self.nb_cfg.delay_report_s = seconds
+
+    def wake(self) -> None:
+        self._wake = True
+
+    def memory_report(self) -> str:
+        def cells(loop: dbmod.IdlLoop | None) -> int:
+            if loop is None:
+                return 0
+            return sum(len(t.rows) * len(t.columns) for t in loop.idl.tables.values())
+        parts = [f"idl-cells-OVN_Southbound:{cells(self.sb)}",
+                 f"idl-cells-Open_vSwitch:{cells(self.ovs)}",
+                 f"if_status_mgr_ifaces_usage-KB:{len(self.if_mgr.ifaces) * 200 // 1024}",
+                 f"local_datapath_usage-KB:{len(self.st.rt.local_datapaths) * 300 // 1024}",
+                 f"ofctrl_desired_flow_usage-KB:{self._desired_count() * 400 // 1024}"]
+        return " ".join(parts) + "\n"
+
+    # ------------------------------------------------------------ helpers
+    def _desired_tables(self) -> tuple[DesiredFlowTable, DesiredFlowTable, bool, bool]:
+        lf, pf = self.empty_lflows, self.empty_pflows
+        lchg = pchg = False
+        for name in FLOW_OUTPUT_NODES:
+            try:
+                n = self.engine.node(name)
+            except KeyError:
+                continue
+            table = getattr(n.data, "flow_table", None)
+            if table is None:
+                continue
+            if name == "lflow_output":
+                lf, lchg = table, n.state is State.UPDATED
+            else:
+                pf, pchg = table, n.state is State.UPDATED
+        return lf, pf, lchg, pchg
+
+    def _desired_count(self) -> int:
+        lf, pf, _, _ = self._desired_tables()
+        return len(lf) + len(pf)
+
+    def _update_sb(self, knobs: Knobs) -> None:
+        remote = knobs["ovn-remote"]
+        if not remote:
+            return
+        probe = knobs["ovn-remote-probe-interval"]
+        if probe is None:
+            probe = dbmod.default_sb_probe_interval(remote)
+        if self.sb is None or remote != self.sb_remote:
+            if self.sb is not None:
+                log.info(f"OVNSB remote changed to {remote}")
+                self.sb.close()
+            self.sb = dbmod.open_sb(remote, probe)
+            self.sb_remote = remote
+            self._sb_loaded = False
+            # Table nodes of the engine read the new tracker.
+            for n in self.engine.nodes:
+                if n.name.startswith("SB_") and hasattr(n, "tracker"):
+                    n.tracker = self.sb.tracker
+            self.engine.set_force_recompute("OVNSB remote changed, force recompute.")
+        self.sb.set_probe_interval(probe)
+
+    def _ofctrl_target(self, knobs: Knobs, br_name: str) -> str:
+        remote = knobs["ovn-bridge-remote"]
+        return remote or f"unix:{_ovs_rundir()}/{br_name}.mgmt"
+
+    def _run_session(self, knobs: Knobs, br_int: Any) -> None:
+        target = self._ofctrl_target(knobs, br_int.name)
+        if self.session is None or target != self.session_target:
+            if self.session is not None:
+                self.session.close()
+            probe_s = knobs["ovn-openflow-probe-interval"] or 0
+            self.session = OfctrlSession(target, ct_zones=self.st.ct,
+                                         probe_interval_ms=probe_s * 1000,
+                                         wait_before_clear_ms=knobs[
+                                             "ovn-ofctrl-wait-before-clear"] or 0)
+            self.session_target = target
+        was_connected = self.session.is_connected()
+        if self.session.run():
+            self.engine.set_force_recompute(
+                "OVS OpenFlow connection reconnected,force recompute.")
+        connected = self.session.is_connected()
+        if was_connected and not connected:
+            self.seqno.flush()
+            self.if_mgr.openflow_disconnected()
+        self.st.ofctrl_connected = connected
+
+    def _update_monitors(self, knobs: Knobs) -> None:
+        assert self.sb is not None
+        rt = self.st.rt
+        ch = self.chassis
+        key = (ch.uuid if ch is not None else None, frozenset(rt.local_lports),
+               frozenset(rt.local_datapaths), bool(knobs["ovn-monitor-all"]))
+        if key == self.monitor_key:
+            return
+        self.monitor_key = key
+        conds = dbmod.sb_monitor_conditions(ch.name if ch is not None else None,
+                                            ch.uuid if ch is not None else None,
+                                            rt.local_lports, rt.local_datapaths,
+                                            bool(knobs["ovn-monitor-all"]))
+        self.expected_cond_seqno = self.sb.set_conditions(conds)
+
+    # ------------------------------------------------------------ one iteration
+    def iteration(self, poller: ovs.poller.Poller) -> None:
+        ls = self.loop_stats
+        ls.begin()
+        self.engine.init_run()
+        ovs_res = self.ovs.run()
+        if ovs_res.reconnected or ovs_res.reset:
+            self.engine.set_force_recompute("OVS IDL reconnected, force recompute.")
+        if self.ovs.last_commit_status == "success" and self.ovs.committing is None:
+            self.st.ct.db_committed()
+        ovs_row = self.ovs.first("Open_vSwitch")
+        ext = ovs_row.external_ids if ovs_row is not None else {}
+        name = resolve_chassis_name(ext, getattr(self.options, "chassis_name", None),
+                                    _override_file())
+        knobs = Knobs(ext, name)
+        self.st.ct.zone_range = knobs["ct-zone-range"]
+        self._update_sb(knobs)
+        sb = self.sb
+        if sb is not None:
+            sb_res = sb.run()
+            if sb_res.reconnected:
+                self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
+            if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
+                self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
+                                     if sb.has_table(t)})
+                self._sb_loaded = sb.has_ever_connected
+                self.engine.set_force_recompute()
+            else:
+                self.st.idx.apply(sb.tracker)
+        ls.stage_done("idl-run")
+
+        br_name = knobs["ovn-bridge"]
+        if ovs_row is not None:
+            self.br_int = ensure_br_int(self.ovs.txn, self.ovs.idl.tables, ovs_row, br_name,
+                                        knobs["ovn-bridge-datapath-type"])
+        br_int = self.br_int
+        if self.exiting and not self.restart and knobs["ovn-cleanup-on-exit"]:
+            self._cleanup_step(sb, br_int)
+        elif self.exiting:
+            self.done = True
+        if sb is not None and sb.has_ever_connected and name and ovs_row is not None \
+                and not self.done:
+            cfg = chassis_config(ovs_row, name, br_int)
+            chst = chassis_run(sb.txn if not self.exiting else None, sb.idl.tables,
+                               self.st.idx, cfg)
+            self.chassis, self.chassis_private = chst.chassis, chst.chassis_private
+            if br_int is not None:
+                self._run_session(knobs, br_int)
+            ls.stage_done("chassis")
+            if self.chassis is not None and not self.exiting:
+                self.encaps.run(self.ovs.txn, self.ovs.idl.tables, br_int, self.chassis,
+                                sb.table("Chassis").values(), sb.first("SB_Global"), ext)
+                self._run_engine(knobs)
+                ls.stage_done("engine")
+            nb = self.nb_cfg.current(sb.first("SB_Global"), sb.cond_seqno,
+                                     self.expected_cond_seqno)
+            self.nb_cfg.request(nb)
+            self._flows_and_status(knobs)
+            ls.stage_done("ofctrl-put")
+            self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
+        if self.unixctl is not None:
+            self.unixctl.run()
+        self._commit()
+        ls.stage_done("commit")
+        COVERAGE.run()
+        self._wait(poller)
+        ls.end()
+
+    def _run_engine(self, knobs: Knobs) -> None:
+        st = self.st
+        sb = self.sb
+        assert sb is not None
+        st.chassis = self.chassis
+        st.br_int = self.br_int
+        st.pb_rows = sb.table("Port_Binding")
+        st.sb_readonly = sb.txn is None
+        st.ovs_readonly = self.ovs.txn is None
+        st.bridge_mappings = dict(knobs["ovn-bridge-mappings"])
+        st.now_ms = int(time.monotonic() * 1000)
+        if self.br_int is None:
+            return
+        sw = self.stopwatches["flow-generation"]
+        sw.start()
+        allowed = sb.txn is not None and (self.session is None
+                                          or not self.session.has_backlog())
+        if self.engine.force_recompute and allowed:
+            COVERAGE.inc("engine_recompute")
+        ran = self.engine.run(allowed)
+        sw.stop()
+        if not ran or self.engine.aborted:
+            self.engine.set_force_recompute()
+            self._wake = True
+        else:
+            self.engine.clear_force()
+        if self.ovs.txn is not None and self.br_int is not None:
+            csw = self.stopwatches["ct-zone-commit"]
+            csw.start()
+            if st.ct.commit(self.br_int):
+                COVERAGE.inc("ct_zone_commit")
+            csw.stop()
+        rt_node = self.engine.node("runtime_data")
+        if rt_node.state is State.UPDATED or self.monitor_key is None:
+            self._update_monitors(knobs)
+
+    def _flows_and_status(self, knobs: Knobs) -> None:
+        st = self.st
+        sess = self.session
+        view = st.binding_view() if self.chassis is not None else None
+        if view is not None:
+            sw = self.stopwatches["if-status-mgr-update"]
+            sw.start()
+            self.if_mgr.update(view, self.chassis, self.sb is None or self.sb.txn is None,
+                               self.ovs.txn is None)
+            sw.stop()
+        if sess is not None and self.chassis is not None:
+            lf, pf, lchg, pchg = self._desired_tables()
+            # Zone flushes ride on a flow round; pflow_output (which depends on
+            # ct_zones) would force one, so do the same while it is absent.
+            pchg = pchg or st.ct.has_queued_flushes()
+            fsw = self.stopwatches["flow-installation"]
+            fsw.start()
+            sess.put(lf, pf, self.seqno.get_req_cfg(), lchg, pchg)
+            fsw.stop()
+            ssw = self.stopwatches["ofctrl-seqno-run"]
+            ssw.start()
+            self.seqno.run(sess.cur_cfg)
+            ssw.stop()
+            self.loop_stats.gauges["flows_desired"] = len(lf) + len(pf)
+            inst = len(sess.installed_lflows) + len(sess.installed_pflows)
+            self.loop_stats.gauges["flows_installed"] = inst
+            self.loop_stats.gauges["flows_in_flight"] = len(sess._inflight)
+            if sess.can_put() and not sess._inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
+                    and self.engine.run_count > 0 and not self.engine.force_recompute:
+                self.loop_stats.first_install_done()
+        if view is not None:
+            sw = self.stopwatches["if-status-mgr-run"]
+            sw.start()
+            self.if_mgr.run(view, self.chassis, self.sb is None or self.sb.txn is None,
+                            self.ovs.txn is None)
+            sw.stop()
+
+    def _cleanup_step(self, sb: dbmod.IdlLoop | None, br_int: Any | None) -> None:
+        done = True
+        if sb is not None:
+            done &= binding_cleanup(sb.txn, sb.table("Port_Binding"), self.chassis)
+            done &= chassis_cleanup(sb.txn, self.chassis, self.chassis_private)
+            if done:
+                self.chassis = self.chassis_private = None
+        done &= encaps_cleanup(self.ovs.txn, br_int)
+        if done:
+            self.done = True
+
+    def _commit(self) -> None:
+        if self.sb is not None:
+            self.sb.commit()
+            if self.sb.commit_failed:
+                self.sb.commit_failed = False
+                self.engine.set_force_recompute()
+        st = self.ovs.commit()
+        if st == "success" or st == "unchanged":
+            self.st.ct.db_committed()
+        self.ovs.clear_tracked()
+        if self.sb is not None:
+            self.sb.clear_tracked()
+
+    def _wait(self, poller: ovs.poller.Poller) -> None:
+        self.ovs.wait(poller)
+        if self.sb is not None:
+            self.sb.wait(poller)
+        if self.session is not None:
+            self.session.wait(poller)
+        if self.unixctl is not None:
+            self.unixctl.wait(poller)
+        if self.st.rt.postponed:
+            poller.timer_wait(500)
+        if self._wake or self.engine.force_recompute:
+            poller.immediate_wake()
+            self._wake = False
+        poller.timer_wait(5000)     # coverage / stats housekeeping
+
+    # ------------------------------------------------------------ main loop
+    def loop(self) -> int:
+        while not self.done:
+            poller = ovs.poller.Poller()
+            if self.paused:
+                if self.unixctl is not None:
+                    self.unixctl.run()
+                    self.unixctl.wait(poller)
+                poller.block()
+                continue
+            self.iteration(poller)
+            if self.done:
+                break
+            poller.block()
+        log.info(f"Exiting ovn-controller, resource cleanup: "
+                 f"{'False (--restart)' if self.restart else 'True'}")
+        return 0
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        if self.sb is not None:
+            self.sb.close()
+        self.ovs.close()
+        if self.unixctl is not None:
+            self.unixctl.close()
+
+
+def run(options: Any) -> int:
+    d = Daemon(options)
+    d.unixctl = create_server(d, getattr(options, "unixctl", None))
+    ready = getattr(options, "ready", None)
+    if callable(ready):
+        ready()
+    try:
+        return d.loop()
+    finally:
+        d.close()

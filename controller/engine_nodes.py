@@ -1,0 +1,201 @@
+"""Run functions and change handlers of the agent's own engine nodes.
+
+Design note
+-----------
+:class:`AgentNodes` implements the nodes declared in
+``controller/engine_graph.py`` (``run_<node>`` and the named handlers).  It
+reads the per-iteration inputs from an :class:`AgentState` that the daemon
+refreshes before every engine run (rows read from the IDLs, transaction
+availability, ...); node data (runtime data, ct zones, the if-status
+manager) lives in the state and persists across iterations.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from controller.binding import (BindingCtx, Binder, RuntimeData, binding_run,
+                                handle_ovs_interface_changes, handle_port_binding_changes,
+                                retry_postponed)
+from controller.coverage import COVERAGE
+from controller.ct_zones import CtZones, requested_snat_zone, snat_key
+from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled, Node
+from controller.if_status import IfState, IfStatusMgr
+from controller.indexes import SbIndexes
+from controller.local_data import TrackedType
+from controller.tracking import TableChanges
+
+
+class AgentState:
+    """Inputs of one iteration plus the long-lived node data."""
+
+    def __init__(self, if_mgr: IfStatusMgr, zone_range: tuple[int, int] = (1, 65535)) -> None:
+        self.if_mgr = if_mgr
+        self.rt = RuntimeData()
+        self.ct = CtZones(zone_range)
+        self.idx = SbIndexes()
+        self.chassis: Any | None = None
+        self.br_int: Any | None = None
+        self.pb_rows: Any = {}
+        self.sb_readonly = True
+        self.ovs_readonly = True
+        self.ofctrl_connected = False
+        self.bridge_mappings: dict[str, str] = {}
+        self.now_ms = 0
+        # state-leaf memory
+        self._last_ofctrl_connected: bool | None = None
+        self._last_sb_readonly = True
+
+    def binding_ctx(self) -> BindingCtx:
+        return BindingCtx(self.chassis, self.idx, self.pb_rows, self.br_int, self.sb_readonly,
+                          self.ovs_readonly, self.if_mgr, self.bridge_mappings, self.now_ms)
+
+    def binding_view(self) -> Binder:
+        return Binder(self.binding_ctx(), self.rt, track=False)
+
+    # -- state leaves ----------------------------------------------------
+    def run_ofctrl_is_connected(self, node: Node) -> bool:
+        node.data = self.ofctrl_connected
+        changed = self._last_ofctrl_connected is not None and \
+            self._last_ofctrl_connected != self.ofctrl_connected
+        self._last_ofctrl_connected = self.ofctrl_connected
+        return changed
+
+    def run_sb_ro(self, node: Node) -> bool:
+        node.data = self.sb_readonly
+        became_rw = self._last_sb_readonly and not self.sb_readonly
+        self._last_sb_readonly = self.sb_readonly
+        return became_rw
+
+    def run_postponed_ports(self, node: Node) -> bool:
+        node.data = self.rt.postponed
+        return bool(self.rt.postponed)
+
+
+def _changes(inp: Node) -> TableChanges:
+    data: TableChanges = inp.data
+    return data
+
+
+class AgentNodes:
+    def __init__(self, st: AgentState) -> None:
+        self.st = st
+
+    # ------------------------------------------------------ if_status_mgr
+    def run_if_status_mgr(self, node: Node) -> bool:
+        node.data = self.st.if_mgr
+        return True
+
+    def if_status_mgr_ovs_interface_handler(self, node: Node, inp: Node) -> Handled:
+        mgr = self.st.if_mgr
+        updated = False
+        for tr in _changes(inp).new_or_updated():
+            iface_id = tr.row.external_ids.get("iface-id")
+            i = mgr.ifaces.get(iface_id) if iface_id else None
+            if i is None:
+                continue
+            mtu = tr.row.mtu
+            mtu_v = int(mtu[0]) if isinstance(mtu, list) and mtu else 0
+            if i.mtu != mtu_v:
+                i.mtu = mtu_v
+                updated = True
+        return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
+
+    # ------------------------------------------------------ runtime_data
+    def clear_runtime_data(self, data: Any) -> None:
+        self.st.rt.clear_tracked()
+
+    def run_runtime_data(self, node: Node) -> bool:
+        COVERAGE.inc("binding_recompute")
+        binding_run(self.st.binding_ctx(), self.st.rt)
+        node.data = self.st.rt
+        return True
+
+    def _rt_result(self, ok: bool) -> Handled:
+        if not ok:
+            return UNHANDLED
+        rt = self.st.rt
+        if rt.tracked_dps or rt.local_lports_changed or rt.related_lports_changed:
+            return HANDLED_UPDATED
+        return HANDLED_UNCHANGED
+
+    def runtime_data_sb_datapath_binding_handler(self, node: Node, inp: Node) -> Handled:
+        rt = self.st.rt
+        for u in _changes(inp).deleted:
+            if u in rt.local_datapaths:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
+
+    def runtime_data_sb_port_binding_handler(self, node: Node, inp: Node) -> Handled:
+        return self._rt_result(handle_port_binding_changes(self.st.binding_ctx(), self.st.rt,
+                                                           _changes(inp)))
+
+    def runtime_data_postponed_ports_handler(self, node: Node, inp: Node) -> Handled:
+        return self._rt_result(retry_postponed(self.st.binding_ctx(), self.st.rt))
+
+    def runtime_data_sb_ro_handler(self, node: Node, inp: Node) -> Handled:
+        """SB became writable: write the claims that had to wait."""
+        view = self.st.binding_view()
+        mgr = self.st.if_mgr
+        for iface_id, i in mgr.ifaces.items():
+            if i.state is IfState.CLAIMED and not view.pb_chassis_is_set(iface_id,
+                                                                         self.st.chassis):
+                view.set_pb_chassis(iface_id, self.st.chassis, True, i.additional)
+        return HANDLED_UNCHANGED
+
+    def runtime_data_ovs_interface_handler(self, node: Node, inp: Node) -> Handled:
+        return self._rt_result(handle_ovs_interface_changes(self.st.binding_ctx(), self.st.rt,
+                                                            _changes(inp)))
+
+    # ------------------------------------------------------ ct_zones
+    def clear_ct_zones(self, data: Any) -> None:
+        self.st.ct.recomputed = False
+
+    def run_ct_zones(self, node: Node) -> bool:
+        st = self.st
+        ext = st.br_int.external_ids if st.br_int is not None else None
+        st.ct.recompute(st.rt.local_lports,
+                        [ld.datapath for ld in st.rt.local_datapaths.values()], ext)
+        node.data = st.ct
+        return True
+
+    def ct_zones_datapath_binding_handler(self, node: Node, inp: Node) -> Handled:
+        st = self.st
+        tc = _changes(inp)
+        for tr in tc.all():
+            dp = tr.row
+            if dp.uuid not in st.rt.local_datapaths:
+                continue
+            if tc.is_new(dp.uuid) or tc.is_deleted(dp.uuid):
+                return UNHANDLED
+            req = requested_snat_zone(dp)
+            if req < 0:
+                continue
+            if st.ct.current.get(snat_key(dp.uuid)) != req:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
+
+    def ct_zones_runtime_data_handler(self, node: Node, inp: Node) -> Handled:
+        rt = self.st.rt
+        if not rt.tracked:
+            return UNHANDLED
+        ct = self.st.ct
+        updated = False
+        for tdp in rt.tracked_dps.dps.values():
+            if tdp.type is TrackedType.NEW:
+                return UNHANDLED
+            for name, (pb, ttype) in tdp.lports.items():
+                if pb.type not in ("", "localport", "localnet"):
+                    continue
+                if ttype in (TrackedType.NEW, TrackedType.UPDATED):
+                    if name in rt.local_lports and ct.lport_added(name):
+                        updated = True
+                elif ttype is TrackedType.REMOVED:
+                    if ct.lport_removed(name):
+                        updated = True
+        return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)

@@ -1,0 +1,219 @@
+"""``ovn-appctl`` commands of the agent (23.03 names and reply formats).
+
+Design note
+-----------
+Commands are registered once with ``ovs.unixctl`` (a process-global table)
+and dispatch to the :class:`Agent` interface below, which the daemon
+implements; the server socket is ``--unixctl`` or
+``$OVN_RUNDIR/ovn-controller-py.<pid>.ctl`` so ``ovn-appctl -t`` finds it
+like the C daemon's.  Reply texts that scripts parse (``inc-engine/
+show-stats``, ``stopwatch/show``, ``coverage/show``, ``ct-zone-list``,
+``connection-status``, ``version``) keep the C format.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Protocol
+
+import ovs.unixctl
+import ovs.unixctl.server
+
+from controller import vlog
+from controller.version import OPENFLOW_VERSIONS, OVN_VERSION, OVS_LIBRARY_VERSION, PROGRAM
+
+
+class Agent(Protocol):
+    """What the commands need from the running daemon."""
+
+    engine: Any
+    loop_stats: Any
+    stopwatches: Any
+    coverage: Any
+    paused: bool
+
+    def request_exit(self, restart: bool) -> None: ...
+    def sb_connected(self) -> bool: ...
+    def ct_zone_list(self) -> str: ...
+    def dump_local_bindings(self) -> str: ...
+    def memory_report(self) -> str: ...
+    def force_recompute(self) -> None: ...
+    def set_delay_nb_cfg_report(self, seconds: int) -> None: ...
+    def wake(self) -> None: ...
+
+
+def version_reply() -> str:
+    return (f"{PROGRAM} {OVN_VERSION}\nOpen vSwitch Library {OVS_LIBRARY_VERSION}\n"
+            f"OpenFlow versions {OPENFLOW_VERSIONS}\n")
+
+
+Handler = Callable[[Any, list[str], Any], None]
+
+
+def _wrap(fn: Callable[..., str | None]) -> Handler:
+    def cb(conn: Any, argv: list[str], agent: Any) -> None:
+        try:
+            out = fn(agent, *argv)
+        except CommandError as e:
+            conn.reply_error(str(e))
+            return
+        conn.reply(out if out is not None else "")
+    return cb
+
+
+class CommandError(Exception):
+    pass
+
+
+def _exit(agent: Agent, *args: str) -> None:
+    if args and args[0] != "--restart":
+        raise CommandError(f"unknown option {args[0]}")
+    agent.request_exit(restart=bool(args))
+
+
+def _loop_stats(agent: Agent, *args: str) -> str:
+    if args and args[0] != "--json":
+        raise CommandError(f"unknown option {args[0]}")
+    return str(agent.loop_stats.json() if args else agent.loop_stats.text())
+
+
+def _show_stats(agent: Agent, *args: str) -> str:
+    return str(agent.engine.show_stats(*args))
+
+
+def _clear_stats(agent: Agent) -> str:
+    agent.engine.clear_stats()
+    return ""
+
+
+def _recompute(agent: Agent) -> str:
+    agent.force_recompute()
+    return ""
+
+
+def _compute_log_timeout(agent: Agent, ms: str) -> str:
+    try:
+        agent.engine.compute_log_timeout_ms = int(ms)
+    except ValueError:
+        raise CommandError(f"invalid timeout {ms!r}") from None
+    return ""
+
+
+def _stopwatch_show(agent: Agent, *args: str) -> str:
+    out = agent.stopwatches.show(args[0] if args else None)
+    if out is None:
+        raise CommandError("No such stopwatch")
+    return str(out)
+
+
+def _stopwatch_reset(agent: Agent, *args: str) -> str:
+    agent.stopwatches.reset(args[0] if args else None)
+    return ""
+
+
+def _coverage_read(agent: Agent, name: str) -> str:
+    v = agent.coverage.read(name)
+    if v is None:
+        raise CommandError("No such counter")
+    return f"{v}\n"
+
+
+def _pause(agent: Agent) -> str:
+    agent.paused = True
+    return ""
+
+
+def _resume(agent: Agent) -> str:
+    agent.paused = False
+    agent.wake()
+    return ""
+
+
+def _delay_nb_cfg(agent: Agent, secs: str) -> str:
+    try:
+        n = int(secs)
+    except ValueError:
+        raise CommandError(f"invalid delay {secs!r}") from None
+    agent.set_delay_nb_cfg_report(n)
+    return f"delay nb_cfg report for {n} seconds." if n else "no delay for nb_cfg report."
+
+
+def _vlog_set(agent: Agent, *specs: str) -> str:
+    for spec in specs or ("",):
+        try:
+            vlog.apply_spec(spec)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+    return ""
+
+
+def _vlog_reopen(agent: Agent) -> str:
+    vlog.reopen_log_file()
+    return ""
+
+
+def _vlog_close(agent: Agent) -> str:
+    vlog.close_log_file()
+    return ""
+
+
+def _list_commands(agent: Agent) -> str:
+    out = ["The available commands are:"]
+    for name in sorted(ovs.unixctl.commands):
+        usage = ovs.unixctl.commands[name].usage
+        out.append(f"  {name:<23} {usage}" if usage else f"  {name}")
+    return "\n".join(out) + "\n"
+
+
+# name -> (usage, min args, max args, function(agent, *argv))
+COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
+    "exit": ("[--restart]", 0, 1, _exit),
+    "loop-stats": ("[--json]", 0, 1, _loop_stats),
+    "connection-status": ("", 0, 0,
+                          lambda a: "connected" if a.sb_connected() else "not connected"),
+    "version": ("", 0, 0, lambda a: version_reply()),
+    "recompute": ("[deprecated]", 0, 0, _recompute),
+    "inc-engine/recompute": ("", 0, 0, _recompute),
+    "inc-engine/show-stats": ("", 0, 2, _show_stats),
+    "inc-engine/clear-stats": ("", 0, 0, _clear_stats),
+    "inc-engine/compute-log-timeout": ("", 1, 1, _compute_log_timeout),
+    "ct-zone-list": ("", 0, 0, lambda a: a.ct_zone_list()),
+    "stopwatch/show": ("[NAME]", 0, 1, _stopwatch_show),
+    "stopwatch/reset": ("[NAME]", 0, 1, _stopwatch_reset),
+    "coverage/show": ("", 0, 0, lambda a: a.coverage.show()),
+    "coverage/read-counter": ("COUNTER", 1, 1, _coverage_read),
+    "memory/show": ("", 0, 0, lambda a: a.memory_report()),
+    "debug/dump-local-bindings": ("", 0, 0, lambda a: a.dump_local_bindings()),
+    "debug/pause": ("", 0, 0, _pause),
+    "debug/resume": ("", 0, 0, _resume),
+    "debug/status": ("", 0, 0, lambda a: "paused" if a.paused else "running"),
+    "debug/delay-nb-cfg-report": ("SECONDS", 1, 1, _delay_nb_cfg),
+    "vlog/set": ("{spec | PATTERN:destination:pattern}", 0, 32, _vlog_set),
+    "vlog/list": ("", 0, 0, lambda a: vlog.list_levels()),
+    "vlog/reopen": ("", 0, 0, _vlog_reopen),
+    "vlog/close": ("", 0, 0, _vlog_close),
+    "list-commands": ("", 0, 0, _list_commands),
+}
+
+
+def default_socket_path(pid: int | None = None) -> str:
+    rundir = os.environ.get("OVN_RUNDIR", "/var/run/ovn")
+    return os.path.join(rundir, f"{PROGRAM}.{pid if pid is not None else os.getpid()}.ctl")
+
+
+def register(agent: Agent) -> None:
+    for name, (usage, lo, hi, fn) in COMMANDS.items():
+        ovs.unixctl.commands.pop(name, None)
+        ovs.unixctl.command_register(name, usage, lo, hi, _wrap(fn), agent)
+
+
+def create_server(agent: Agent, path: str | None) -> ovs.unixctl.server.UnixctlServer:
+    register(agent)
+    sock = os.path.abspath(path) if path else default_socket_path()
+    os.makedirs(os.path.dirname(sock), exist_ok=True)
+    if os.path.exists(sock):
+        os.unlink(sock)
+    error, server = ovs.unixctl.server.UnixctlServer.create(sock, version=OVN_VERSION)
+    if error:
+        raise OSError(error, f"could not initialize control socket {sock}")
+    return server
