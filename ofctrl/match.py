@@ -160,13 +160,32 @@ class Match:
 
     # -- access / derivation -----------------------------------------------------
     def get(self, name: str) -> tuple[int, int | None] | None:
-        """(value, mask) of field ``name`` (canonical name or alias), or None."""
+        """(value, mask) of field ``name`` (canonical name or alias), or None.
+        ``xreg``/``xxreg`` names are answered from their ``reg`` parts."""
         if name not in _RANK:
             name = _canonical_name(name)
+            if name.startswith("xreg") or name.startswith("xxreg"):
+                return self._get_wide(name)
         for n, v, m in self.items:
             if n == name:
                 return v, m
         return None
+
+    def _get_wide(self, name: str) -> tuple[int, int | None] | None:
+        n_regs = FIELDS[name].n_bits // 32
+        base = int(name.lstrip("x")[3:]) * n_regs
+        value = mask = 0
+        found = False
+        for k in range(n_regs):
+            part = self.get("reg%d" % (base + k))
+            if part is not None:
+                found = True
+                shift = 32 * (n_regs - 1 - k)
+                value |= part[0] << shift
+                mask |= (0xFFFFFFFF if part[1] is None else part[1]) << shift
+        if not found:
+            return None
+        return value, (None if mask == (1 << (32 * n_regs)) - 1 else mask)
 
     def with_field(self, name: str, value: int, mask: int | None = None) -> Match:
         """A copy with ``name`` set (replacing any previous value; mask 0 removes)."""
