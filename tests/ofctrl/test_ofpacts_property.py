@@ -12,7 +12,7 @@ from ofctrl.ofpacts.base import legacy_header
 from ofctrl.ofpacts import (
     OFPP_CONTROLLER, OFPP_IN_PORT, OFPP_LOCAL, Action, Bundle, CheckPktLarger,
     Clone, Conjunction, Controller, Ct, CtClear, DecTtl, Exit, Group, Learn,
-    LearnLoadField, LearnLoadImm, LearnMatchField, LearnMatchImm, LearnOutput,
+    LearnLoadField, LearnLoadImm, LearnMatchField, LearnMatchImm, LearnOutput, LearnSpec,
     Meter, Move, Nat, Note, Output, OutputReg, PopVlan, PushVlan, Resubmit,
     Sample, SetField, SetQueue, StackPop, StackPush, decode_actions,
     encode_actions, format_actions, parse_actions,
@@ -82,7 +82,7 @@ def nats(draw: st.DrawFn) -> Nat:
 
 @st.composite
 def learns(draw: st.DrawFn) -> Learn:
-    specs = []
+    specs: list[LearnSpec] = []
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.integers(0, 4))
         dst = draw(subfields(ADDRESSABLE32))
