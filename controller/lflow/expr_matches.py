@@ -57,34 +57,43 @@ class ExprMatch:
         return f"ExprMatch({self.format()!r})"
 
 
-_FIELD_ONES: dict[str, int] = {}
+_FIELD_INFO: dict[str, tuple[int, bool]] = {}
 
 
-def _ones(name: str) -> int:
-    ones = _FIELD_ONES.get(name)
-    if ones is None:
-        ones = _FIELD_ONES[name] = (1 << of_field(name).n_bits) - 1
-    return ones
+def _field_info(name: str) -> tuple[int, bool]:
+    """(all-ones value, fully maskable) of OVS field 'name'."""
+    info = _FIELD_INFO.get(name)
+    if info is None:
+        f = of_field(name)
+        info = _FIELD_INFO[name] = ((1 << f.n_bits) - 1, f.maskable)
+    return info
 
 
 def _constrain(cmp: Expr, lookup_port: LookupPort, m: PartialMatch) -> bool:
-    """Applies CMP 'cmp' to partial match 'm'; False if a port name is unknown."""
+    """Applies CMP 'cmp' to partial match 'm'; False if a port name is unknown.
+
+    Like OVS mf_mask_subfield()/mf_set(), a partial mask on a field that is
+    not maskable (e.g. eth_type, from "!ip") leaves the match unchanged."""
     sym = cmp.symbol
     name = sym.field
     assert name is not None, f"symbol {sym.name} has no OpenFlow field"
     if sym.width:
         old = m.get(name)
         if old is None:
-            m[name] = (cmp.value & cmp.mask, cmp.mask)
+            value, mask = cmp.value & cmp.mask, cmp.mask
         else:
             ov, om = old
             mask = cmp.mask
-            m[name] = ((ov & ~mask) | (cmp.value & mask), om | mask)
+            value, mask = (ov & ~mask) | (cmp.value & mask), om | mask
+        ones, maskable = _field_info(name)
+        if not maskable and mask & ones != ones and mask & ones:
+            return True
+        m[name] = (value, mask)
         return True
     port = lookup_port(cmp.string)
     if port is None:
         return False
-    m[name] = (port, _ones(name))
+    m[name] = (port, _field_info(name)[0])
     return True
 
 
