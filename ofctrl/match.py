@@ -28,7 +28,6 @@ from typing import Iterable, Iterator
 
 from ofctrl.fields import (
     FIELDS,
-    Field,
     format_frag,
     format_ipv4,
     format_ipv6,
@@ -37,9 +36,8 @@ from ofctrl.fields import (
     lookup,
     parse_value,
     port_from_ofp11,
-    port_to_ofp11,
 )
-from ofctrl.oxm import OxmError, decode_oxms, header_bytes
+from ofctrl.oxm import OxmError, decode_oxms, encode_match_items
 
 __all__ = ["Match", "MatchError"]
 
@@ -100,7 +98,6 @@ _PLAIN: dict[str, tuple[int, bool, int]] = {
 _PLAIN["ct_state"] = (0xFF, True, _RANK["ct_state"])      # OVS keeps 8 bits of it
 _PLAIN["arp_op"] = (0xFF, False, _RANK["arp_op"])         # kept in OVS's 8-bit nw_proto
 _VLAN_RANK = _RANK["vlan_tci"]
-_TUN_METADATA_WIDTH = 4                    # bytes; OVN maps its Geneve option so
 
 
 class Match:
@@ -221,11 +218,14 @@ class Match:
     # -- wire ------------------------------------------------------------------
     def encode_oxms(self) -> bytes:
         """The OXM TLVs alone (no ofp_match header, no padding)."""
-        return _encode_oxms(self.items)
+        try:
+            return encode_match_items(self.items)
+        except OxmError as e:
+            raise MatchError(str(e)) from e
 
     def encode(self) -> bytes:
         """OF1.5 ``ofp_match``: type OXM (1), length, OXM TLVs, zero padding to 8."""
-        body = _encode_oxms(self.items)
+        body = self.encode_oxms()
         length = 4 + len(body)
         return (b"\x00\x01" + length.to_bytes(2, "big") + body
                 + b"\x00" * ((-length) & 7))
@@ -740,111 +740,3 @@ def _parse_port(val: str, port_numbers: dict[str, int] | None) -> int:
         if name in port_numbers:
             return port_numbers[name]
     return parse_port(val, port_numbers)
-
-
-# ----------------------------------------------------------------------------
-# Wire encoding (OVS nx_put_raw() for OpenFlow 1.5).
-
-_K_PLAIN, _K_REG, _K_VLAN, _K_IN_PORT, _K_TOS, _K_CT_STATE, _K_TUN_MD = range(7)
-_ENC: dict[str, tuple[int, bytes, bytes, int]] = {}
-
-
-def _build_encoders() -> None:
-    for name in _ORDER:
-        f: Field = FIELDS[name]
-        if f.oxm_class is None:
-            continue
-        kind = _K_PLAIN
-        if name.startswith("reg"):
-            kind = _K_REG
-        elif name == "vlan_tci":
-            kind = _K_VLAN
-        elif name == "in_port":
-            kind = _K_IN_PORT
-        elif name == "nw_tos":
-            kind = _K_TOS
-        elif name == "ct_state":
-            kind = _K_CT_STATE
-        elif f.variable:
-            _ENC[name] = (_K_TUN_MD, b"", b"", 0)
-            continue
-        exact = header_bytes(f, False)
-        masked = header_bytes(f, True) if f.maskable else b""
-        _ENC[name] = (kind, exact, masked, f.n_bytes)
-
-
-_build_encoders()
-_XREG_HDR = [header_bytes(FIELDS["xreg%d" % i], False) for i in range(8)]
-_XREG_HDR_W = [header_bytes(FIELDS["xreg%d" % i], True) for i in range(8)]
-_IN_PORT_HDR = header_bytes(FIELDS["in_port_oxm"], False)
-_VLAN_VID_HDR = header_bytes(FIELDS["vlan_vid"], False)
-_VLAN_VID_HDR_W = header_bytes(FIELDS["vlan_vid"], True)
-_VLAN_PCP_HDR = header_bytes(FIELDS["vlan_pcp"], False)
-_DSCP_HDR = header_bytes(FIELDS["ip_dscp"], False)
-_CT_STATE_HDR_W = header_bytes(FIELDS["ct_state"], True)
-
-
-def _flush_xregs(out: list[bytes], regs: dict[int, tuple[int, int | None]]) -> None:
-    for x in sorted({r >> 1 for r in regs}):
-        hi = regs.get(2 * x)
-        lo = regs.get(2 * x + 1)
-        value = mask = 0
-        if hi is not None:
-            value |= hi[0] << 32
-            mask |= (0xFFFFFFFF if hi[1] is None else hi[1]) << 32
-        if lo is not None:
-            value |= lo[0]
-            mask |= 0xFFFFFFFF if lo[1] is None else lo[1]
-        if mask == 0xFFFFFFFFFFFFFFFF:
-            out.append(_XREG_HDR[x] + value.to_bytes(8, "big"))
-        else:
-            out.append(_XREG_HDR_W[x] + value.to_bytes(8, "big") + mask.to_bytes(8, "big"))
-    regs.clear()
-
-
-def _encode_oxms(items: tuple[Item, ...]) -> bytes:
-    out: list[bytes] = []
-    regs: dict[int, tuple[int, int | None]] = {}
-    enc = _ENC
-    for name, value, mask in items:
-        spec = enc.get(name)
-        if spec is None:
-            raise MatchError("field %s has no OpenFlow 1.5 encoding" % name)
-        kind = spec[0]
-        if kind != _K_REG and regs:
-            _flush_xregs(out, regs)
-        if kind == _K_PLAIN:
-            width = spec[3]
-            if mask is None:
-                out.append(spec[1] + value.to_bytes(width, "big"))
-            else:
-                out.append(spec[2] + value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
-        elif kind == _K_REG:
-            regs[int(name[3:])] = (value, mask)
-        elif kind == _K_IN_PORT:
-            out.append(_IN_PORT_HDR + port_to_ofp11(value).to_bytes(4, "big"))
-        elif kind == _K_VLAN:
-            tmask = 0xFFFF if mask is None else mask
-            vid, vmask = value & 0x1FFF, tmask & 0x1FFF
-            if vmask == 0x1FFF:
-                out.append(_VLAN_VID_HDR + vid.to_bytes(2, "big"))
-            elif vmask:
-                out.append(_VLAN_VID_HDR_W + vid.to_bytes(2, "big") + vmask.to_bytes(2, "big"))
-            if vid and tmask & 0xE000:
-                out.append(_VLAN_PCP_HDR + bytes((value >> 13,)))
-        elif kind == _K_TOS:
-            out.append(_DSCP_HDR + bytes(((value & 0xFC) >> 2,)))
-        elif kind == _K_CT_STATE:
-            m = 0xFF if mask is None else mask
-            out.append(_CT_STATE_HDR_W + value.to_bytes(4, "big") + m.to_bytes(4, "big"))
-        else:  # tunnel metadata: width of OVN's TLV mapping
-            f = FIELDS[name]
-            width = max(_TUN_METADATA_WIDTH, (max(value, mask or 0).bit_length() + 7) // 8)
-            if mask is None:
-                out.append(header_bytes(f, False, width) + value.to_bytes(width, "big"))
-            else:
-                out.append(header_bytes(f, True, width) + value.to_bytes(width, "big")
-                           + mask.to_bytes(width, "big"))
-    if regs:
-        _flush_xregs(out, regs)
-    return b"".join(out)

@@ -10,9 +10,9 @@ counts everything after the 32-bit header.  Headers are precomputed per
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterator
+from typing import Iterable, Iterator
 
-from ofctrl.fields import FIELDS, Field, field_by_header
+from ofctrl.fields import FIELDS, Field, field_by_header, port_to_ofp11
 
 __all__ = [
     "header_bytes",
@@ -20,6 +20,7 @@ __all__ = [
     "encode_oxm",
     "decode_header",
     "decode_oxms",
+    "encode_match_items",
     "OxmError",
 ]
 
@@ -106,6 +107,122 @@ def decode_oxms(data: bytes) -> Iterator[tuple[Field, int, int | None]]:
             mask = int.from_bytes(data[ofs:ofs + width], "big")
             ofs += width
         yield f, value, mask
+
+
+_TUN_METADATA_WIDTH = 4        # bytes: OVN maps its Geneve option to 4 bytes
+
+
+# ----------------------------------------------------------------------------
+# Match items -> OXM TLVs, as OVS nx_put_raw() emits them for OpenFlow 1.5.
+# Items are (meta-flow name, value, mask|None) in ofctrl.match's canonical
+# order (which is nx_put_raw()'s order), with OVS's storage conventions:
+# registers as reg0..reg15 (sent as OF1.5 packet registers xreg0..7),
+# VLAN as vlan_tci (sent as vlan_vid/vlan_pcp), in_port as a 16-bit OVS port
+# (sent as a 32-bit OF1.1+ port), DSCP as nw_tos (sent as ip_dscp).
+
+_K_PLAIN, _K_REG, _K_VLAN, _K_IN_PORT, _K_TOS, _K_CT_STATE, _K_TUN_MD = range(7)
+_ENC: dict[str, tuple[int, bytes, bytes, int]] = {}
+
+
+def _build_encoders() -> None:
+    for name, f in FIELDS.items():
+        if f.oxm_class is None:
+            continue
+        kind = _K_PLAIN
+        if name.startswith("reg") and name[3:].isdigit():
+            kind = _K_REG
+        elif name == "vlan_tci":
+            kind = _K_VLAN
+        elif name == "in_port":
+            kind = _K_IN_PORT
+        elif name == "nw_tos":
+            kind = _K_TOS
+        elif name == "ct_state":
+            kind = _K_CT_STATE
+        elif f.variable:
+            _ENC[name] = (_K_TUN_MD, b"", b"", 0)
+            continue
+        exact = header_bytes(f, False)
+        masked = header_bytes(f, True) if f.maskable else b""
+        _ENC[name] = (kind, exact, masked, f.n_bytes)
+
+
+_build_encoders()
+_XREG_HDR = [header_bytes(FIELDS["xreg%d" % i], False) for i in range(8)]
+_XREG_HDR_W = [header_bytes(FIELDS["xreg%d" % i], True) for i in range(8)]
+_IN_PORT_HDR = header_bytes(FIELDS["in_port_oxm"], False)
+_VLAN_VID_HDR = header_bytes(FIELDS["vlan_vid"], False)
+_VLAN_VID_HDR_W = header_bytes(FIELDS["vlan_vid"], True)
+_VLAN_PCP_HDR = header_bytes(FIELDS["vlan_pcp"], False)
+_DSCP_HDR = header_bytes(FIELDS["ip_dscp"], False)
+_CT_STATE_HDR_W = header_bytes(FIELDS["ct_state"], True)
+
+
+def _flush_xregs(out: list[bytes], regs: dict[int, tuple[int, int | None]]) -> None:
+    for x in sorted({r >> 1 for r in regs}):
+        hi = regs.get(2 * x)
+        lo = regs.get(2 * x + 1)
+        value = mask = 0
+        if hi is not None:
+            value |= hi[0] << 32
+            mask |= (0xFFFFFFFF if hi[1] is None else hi[1]) << 32
+        if lo is not None:
+            value |= lo[0]
+            mask |= 0xFFFFFFFF if lo[1] is None else lo[1]
+        if mask == 0xFFFFFFFFFFFFFFFF:
+            out.append(_XREG_HDR[x] + value.to_bytes(8, "big"))
+        else:
+            out.append(_XREG_HDR_W[x] + value.to_bytes(8, "big") + mask.to_bytes(8, "big"))
+    regs.clear()
+
+
+def encode_match_items(items: Iterable[tuple[str, int, int | None]]) -> bytes:
+    """OXM TLVs (no ofp_match header) for already-normalised match items."""
+    out: list[bytes] = []
+    regs: dict[int, tuple[int, int | None]] = {}
+    enc = _ENC
+    for name, value, mask in items:
+        spec = enc.get(name)
+        if spec is None:
+            raise OxmError("field %s has no OpenFlow 1.5 encoding" % name)
+        kind = spec[0]
+        if kind != _K_REG and regs:
+            _flush_xregs(out, regs)
+        if kind == _K_PLAIN:
+            width = spec[3]
+            if mask is None:
+                out.append(spec[1] + value.to_bytes(width, "big"))
+            else:
+                out.append(spec[2] + value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
+        elif kind == _K_REG:
+            regs[int(name[3:])] = (value, mask)
+        elif kind == _K_IN_PORT:
+            out.append(_IN_PORT_HDR + port_to_ofp11(value).to_bytes(4, "big"))
+        elif kind == _K_VLAN:
+            tmask = 0xFFFF if mask is None else mask
+            vid, vmask = value & 0x1FFF, tmask & 0x1FFF
+            if vmask == 0x1FFF:
+                out.append(_VLAN_VID_HDR + vid.to_bytes(2, "big"))
+            elif vmask:
+                out.append(_VLAN_VID_HDR_W + vid.to_bytes(2, "big") + vmask.to_bytes(2, "big"))
+            if vid and tmask & 0xE000:
+                out.append(_VLAN_PCP_HDR + bytes((value >> 13,)))
+        elif kind == _K_TOS:
+            out.append(_DSCP_HDR + bytes(((value & 0xFC) >> 2,)))
+        elif kind == _K_CT_STATE:
+            m = 0xFF if mask is None else mask
+            out.append(_CT_STATE_HDR_W + value.to_bytes(4, "big") + m.to_bytes(4, "big"))
+        else:  # tunnel metadata: width of OVN's TLV mapping
+            f = FIELDS[name]
+            width = max(_TUN_METADATA_WIDTH, (max(value, mask or 0).bit_length() + 7) // 8)
+            if mask is None:
+                out.append(header_bytes(f, False, width) + value.to_bytes(width, "big"))
+            else:
+                out.append(header_bytes(f, True, width) + value.to_bytes(width, "big")
+                           + mask.to_bytes(width, "big"))
+    if regs:
+        _flush_xregs(out, regs)
+    return b"".join(out)
 
 
 # Warm the cache for the common fields.
