@@ -12,6 +12,7 @@ meter-table.txt), since allocation order differs.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -20,13 +21,21 @@ from uuid import UUID
 
 import pytest
 
-REF = "/work/shared/reference-data/rich"
+REF_ROOT = "/work/shared/reference-data"
+REF = os.path.join(REF_ROOT, "rich")
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(REF), reason="reference data absent")
 
 
-def _sb() -> dict[str, dict[str, Any]]:
-    with open(os.path.join(REF, "sb.db"), encoding="utf-8") as f:
+def _open(ref: str, name: str) -> Any:
+    path = os.path.join(ref, name)
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _sb(ref: str = REF) -> dict[str, dict[str, Any]]:
+    with _open(ref, "sb.db") as f:
         records = [ln for ln in f.read().split("\n") if ln.startswith("{")]
     data: dict[str, dict[str, Any]] = {}
     for rec in records[1:]:
@@ -51,9 +60,9 @@ def _map(v: Any) -> dict[str, str]:
     return dict(v[1]) if isinstance(v, list) and v and v[0] == "map" else {}
 
 
-def _name_table(fname: str) -> dict[str, int]:
+def _name_table(ref: str, fname: str) -> dict[str, int]:
     out = {}
-    with open(os.path.join(REF, fname), encoding="utf-8") as f:
+    with _open(ref, fname) as f:
         for line in f:
             line = line.rstrip("\n")
             if ": " in line:
@@ -62,9 +71,9 @@ def _name_table(fname: str) -> dict[str, int]:
     return out
 
 
-def _real_flow_actions() -> dict[int, set[str]]:
+def _real_flow_actions(ref: str) -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
-    with open(os.path.join(REF, "flows.raw.txt"), encoding="utf-8") as f:
+    with _open(ref, "flows.raw.txt") as f:
         for line in f:
             m = re.match(r"\s*cookie=(0x[0-9a-f]+),.*?table=(\d+),.* actions=(.*)$", line)
             if not m:
@@ -79,7 +88,7 @@ def _real_flow_actions() -> dict[int, set[str]]:
     return out
 
 
-def compile_all() -> list[tuple[str, str, set[str]]]:
+def compile_all(ref: str = REF) -> list[tuple[str, str, set[str]]]:
     from controller.lflow.actions import (
         ActionError, EncodeParams, ExtendTable, OvsFeatures, ParseParams,
         encode_ovnacts, parse_actions)
@@ -87,10 +96,10 @@ def compile_all() -> list[tuple[str, str, set[str]]]:
     from controller.lflow.symtab import ovn_symtab
     from ofctrl.ofpacts import format_actions
 
-    sb = _sb()
-    groups_by_name = _name_table("group-table.txt")
-    meters_by_name = _name_table("meter-table.txt")
-    real = _real_flow_actions()
+    sb = _sb(ref)
+    groups_by_name = _name_table(ref, "group-table.txt")
+    meters_by_name = _name_table(ref, "meter-table.txt")
+    real = _real_flow_actions(ref)
 
     dhcp_opts = table_from_rows((r["name"], r["code"], r["type"])
                                 for r in sb.get("DHCP_Options", {}).values())
@@ -161,21 +170,19 @@ def compile_all() -> list[tuple[str, str, set[str]]]:
     return results
 
 
-_RESULTS: list[tuple[str, str, set[str]]] | None = None
+_RESULTS: dict[str, list[tuple[str, str, set[str]]]] = {}
 
 
-def _results() -> list[tuple[str, str, set[str]]]:
-    global _RESULTS
-    if _RESULTS is None:
-        _RESULTS = compile_all()
-    return _RESULTS
+def _results(topology: str) -> list[tuple[str, str, set[str]]]:
+    if topology not in _RESULTS:
+        _RESULTS[topology] = compile_all(os.path.join(REF_ROOT, topology))
+    return _RESULTS[topology]
 
 
-def test_reference_flows_compared() -> None:
-    assert len(_results()) > 300
-
-
-def test_reference_actions_match_real_agent() -> None:
-    mismatches = [(src, ours, sorted(theirs)) for src, ours, theirs in _results()
+@pytest.mark.parametrize("topology,minimum", [("rich", 600), ("seed-500", 5000)])
+def test_reference_actions_match_real_agent(topology: str, minimum: int) -> None:
+    results = _results(topology)
+    assert len(results) >= minimum
+    mismatches = [(src, ours, sorted(theirs)) for src, ours, theirs in results
                   if ours not in theirs]
     assert mismatches == [], mismatches[:5]
