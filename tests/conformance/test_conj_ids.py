@@ -69,3 +69,13 @@ def test_hash_mode_is_stable_and_avoids_zero() -> None:
 def test_wraps_past_top_of_range() -> None:
     ids = ConjIds(test_mode=True)
     assert ids.alloc("ffffffff-0000-0000-0000-000000000000", None, 2) == 1
+
+
+def test_matches_real_agent_conjunction_ids() -> None:
+    # reference-data/small: datapath sw0 1136f417-..., two ACL lflows whose
+    # cookies (first 32 bits of the lflow UUID) are 0x2e98b9f4 and 0x23bacfd1
+    # got conj_id=3783492861 and conj_id=2313513968 from the C agent.
+    ids = ConjIds()
+    dp = "1136f417-de7d-40d4-9ed9-24a64af82285"
+    assert ids.alloc("2e98b9f4-0000-0000-0000-000000000000", dp, 1) == 3783492861
+    assert ids.alloc("23bacfd1-0000-0000-0000-000000000000", dp, 1) == 2313513968
