@@ -518,6 +518,15 @@ class CheckPktLarger:
 
 
 @dataclass(frozen=True, slots=True)
+class SetIpTtl:
+    """mod_nw_ttl:N (OFPAT_SET_NW_TTL), as OVN's PMTUD reply builds it."""
+    ttl: int
+
+    def format(self, port_names: _PORT_NAMES_TYPE = None) -> str:
+        return f"mod_nw_ttl:{self.ttl}"
+
+
+@dataclass(frozen=True, slots=True)
 class RawAction:
     """An action known only by its OVS text (used for nested controller actions)."""
     text: str
@@ -528,7 +537,7 @@ class RawAction:
 
 Action = Union[SetField, Move, Resubmit, Output, StackPush, StackPop, PopVlan, PushVlan,
                CtClear, Clone, Conjunction, BundleActiveBackup, Sample, CtCommitSnat, Learn,
-               ControllerOp, CheckPktLarger, RawAction]
+               ControllerOp, CheckPktLarger, SetIpTtl, RawAction]
 
 
 def _encode_nested(actions: Sequence[Action]) -> bytes:

@@ -16,7 +16,8 @@ from physical.inputs import (ChassisTunnel, LocalDatapath, PhysicalContext, Row,
                              bound_chassis, cookie_of, opt1, same_chassis)
 from physical.ofbuild import (Action, BundleActiveBackup, CheckPktLarger, Clone,
                               Conjunction, ControllerOp, CtClear, Output, PhysFlow, PMatch,
-                              PopVlan, PushVlan, Resubmit, SetField, StackPop, StackPush, load)
+                              PopVlan, PushVlan, Resubmit, SetField, SetIpTtl, StackPop, StackPush,
+                              load)
 
 
 class _Out:
@@ -305,7 +306,7 @@ def _pkt_too_big_flows(ctx: PhysicalContext, out: _Out, pb: Row, mcp: Row,
                 SetField("reg9", 0, 2), SetField(C.LOG_FLAGS, 1, 1),
                 StackPush("eth_dst"), StackPush("eth_src"), StackPop("eth_dst"), StackPop("eth_src"),
                 StackPush(dst), StackPush(src), StackPop(dst), StackPop(src),
-                SetField("nw_ttl", 255), *icmp, put_mtu, Resubmit(C.T_LOG_INGRESS)]
+                SetIpTtl(255), *icmp, put_mtu, Resubmit(C.T_LOG_INGRESS)]
             out.add(C.T_LARGE_PKT_PROCESS, 100, m.with_field("reg9", 2, 2),
                     [ControllerOp(C.ACTION_OPCODE_ICMP, pause=True, nested=tuple(inner))])
 

@@ -11,12 +11,29 @@ caller (``pf.owner``), since ``Flow`` has no owner slot.
 
 from __future__ import annotations
 
+import struct
+from dataclasses import dataclass
+
 from ofctrl import ofpacts as ofp
+from ofctrl.ofpacts.base import Action as _OfAction
 from ofctrl.fields import Subfield, field
 from ofctrl.flow import Flow
 from ofctrl.match import Match
 
 from physical import ofbuild as pb
+
+
+@dataclass(frozen=True, slots=True)
+class SetNwTtl(_OfAction):
+    """``mod_nw_ttl:N`` (OpenFlow 1.1+ OFPAT_SET_NW_TTL); not (yet) in
+    ofctrl.ofpacts, needed inside the PMTUD controller userdata."""
+    ttl: int
+
+    def _encode(self) -> bytes:
+        return struct.pack("!HHB3x", 23, 8, self.ttl)
+
+    def format(self) -> str:
+        return f"mod_nw_ttl:{self.ttl}"
 
 
 def _sub(name: str, ofs: int, n_bits: int) -> Subfield:
@@ -67,6 +84,8 @@ def _convert(a: pb.Action) -> list[ofp.Action]:
         return [ofp.CtClear()]
     if isinstance(a, pb.Conjunction):
         return [ofp.Conjunction(a.id, a.clause + 1, a.n_clauses)]
+    if isinstance(a, pb.SetIpTtl):
+        return [SetNwTtl(a.ttl)]
     if isinstance(a, pb.Clone):
         return [ofp.Clone(tuple(to_ofctrl_actions(a.actions)))]
     # learn, ct/nat, bundle, sample, controller, check_pkt_larger: via OVS text.

@@ -1,7 +1,7 @@
 """Generate tests/physical/data/extra: the C ovn-controller's flows for a
 feature-dense variant of reference-data/rich (run by hand, not by pytest).
 
-    .venv/bin/python -m tests.physical.make_extra_reference
+    .venv/bin/python -m tests.physical.make_extra_reference [extra|extra2]
 
 Starts from the rich SB snapshot with northd off and edits the SB directly
 so the physical code paths that rich does not reach are exercised: VXLAN,
@@ -24,7 +24,7 @@ from pathlib import Path
 from integration.sandbox import Sandbox
 
 RICH = Path("/work/shared/reference-data/rich")
-OUT = Path(__file__).resolve().parent / "data" / "extra"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def _uuid(box: Sandbox, table: str, cond: str) -> str:
@@ -88,7 +88,61 @@ def edit_sb(box: Sandbox) -> None:
        "options:debug_drop_domain_id=2")
 
 
+def edit_sb2(box: Sandbox) -> None:
+    """extra2: multichassis port on the localnet switch (PMTUD flows), chassis-MAC
+    router-port MAC replacement, redirect-type=bridged, transit switch,
+    l3gateway and l2gateway ports, vlan-passthru localnet, more load balancers
+    (sctp, no port, old-northd ct_* matches), IPv4/IPv6 prefix port security."""
+    sb = box.sbctl
+    dp = {n: _uuid(box, "Datapath_Binding", f"external_ids:name={n}")
+          for n in ("ls-a", "ls-b", "ls-pub", "lr0")}
+    hv2 = _uuid(box, "Chassis", "name=hv2")
+
+    def new_pb(name: str, dpn: str, key: int, *cols: str) -> str:
+        return sb("--id=@p", "create", "Port_Binding", f"logical_port={name}",
+                  f"datapath={dp[dpn]}", f"tunnel_key={key}", *cols).strip()
+
+    mcp = new_pb("ls-pub-mc", "ls-pub", 4, 'mac="0a:00:00:00:10:44 172.16.0.44"',
+                 'options:requested-chassis="hv2,hv1"', f"requested_chassis={hv2}",
+                 f"chassis={hv2}")
+    rem = new_pb("ls-pub-r", "ls-pub", 5, 'mac="0a:00:00:00:10:55 172.16.0.55"', f"chassis={hv2}")
+    encap2 = _uuid(box, "Encap", "chassis_name=hv2")
+    sb("set", "Port_Binding", "ls-b-p2", f"encap={encap2}")
+    mc = box.sbctl("--bare", "--columns=_uuid", "find", "Multicast_Group", "name=_MC_flood",
+                   f"datapath={dp['ls-pub']}").strip()
+    for p in (mcp, rem):
+        sb("add", "Multicast_Group", mc, "ports", p)
+    # cr-lr0-pub lives on hv2 now (single-chassis HA group), bridged redirect.
+    grp = sb("--id=@c", "create", "HA_Chassis", f"chassis={hv2}", "priority=50",
+             "--", "create", "HA_Chassis_Group", "name=grp-cr", "ha_chassis=[@c]").split()[-1]
+    sb("set", "Port_Binding", "cr-lr0-pub", f"ha_chassis_group={grp}", f"chassis={hv2}",
+       "options:redirect-type=bridged")
+    sb("set", "Datapath_Binding", dp["ls-b"], "external_ids:interconn-ts=ts1")
+    new_pb("ls-b-gw", "ls-b", 7, "type=l3gateway", "options:peer=lr0-gw",
+           "options:l3gateway-chassis=hv1", 'mac="router"')
+    new_pb("lr0-gw", "lr0", 7, "type=l3gateway", "options:peer=ls-b-gw",
+           "options:l3gateway-chassis=hv1", 'mac="0a:00:00:00:0a:01 10.0.9.1/24"')
+    new_pb("ls-pub-l2gw", "ls-pub", 6, "type=l2gateway", "options:network_name=physnet1",
+           "options:l2gateway-chassis=hv1", "tag=200", 'mac="unknown"')
+    sb("set", "Port_Binding", "ln-pub", "options:vlan-passthru=true")
+    sb("set", "Port_Binding", "ls-b-p1",
+       'port_security=["0a:00:00:00:02:02 10.0.2.2/24 fd00:b::2/64 fd00:c::/64", "0a:00:00:00:02:09"]')
+    dpg = box.sbctl("--bare", "--columns=datapath_group", "list", "Load_Balancer", "lb-tcp").strip()
+    sb("create", "Load_Balancer", "name=lb-sctp", "protocol=sctp",
+       'vips={"10.0.0.30:5000"="10.0.1.2:5001,10.0.2.2:5002"}',
+       f"datapath_group={dpg}", "options:hairpin_orig_tuple=true")
+    sb("create", "Load_Balancer", "name=lb-noport", "protocol=tcp",
+       'vips={"10.0.0.31"="10.0.1.3", "[fd00:b::31]"="[fd00:a::2]"}', f"datapaths={dp['ls-a']}",
+       "options:hairpin_orig_tuple=true", 'options:hairpin_snat_ip="10.0.0.98 fd00:b::98"')
+    sb("create", "Load_Balancer", "name=lb-old", "protocol=udp",
+       'vips={"10.0.0.32:67"="10.0.2.2:6767"}', f"datapaths={dp['ls-b']}")
+    sb("set", "SB_Global", ".", "options:lb_hairpin_use_ct_mark=true")
+
+
 def main() -> None:
+    import sys
+    scenario = sys.argv[1] if len(sys.argv) > 1 else "extra"
+    out = DATA / scenario
     box = Sandbox.from_snapshot(None, RICH / "sb.db")
     try:
         box.vsctl("--may-exist", "add-br", "br-phys", "--", "set", "Bridge", "br-phys",
@@ -98,25 +152,29 @@ def main() -> None:
                   "external_ids:ovn-encap-type=geneve,stt,vxlan")
         box.vsctl("--", "--id=@br", "get", "Bridge", "br-int", "--", "create",
                   "Flow_Sample_Collector_Set", "id=7", "bridge=@br")
-        for name, iface, ofport in (("vif-a1", "ls-a-p1", 11), ("vif-a2", "ls-a-p2", 12),
-                                    ("vif-md", "ls-a-md", 13), ("vif-b1", "ls-b-p1", 21),
-                                    ("vif-mc", "ls-a-mc", 14)):
+        vifs = [("vif-a1", "ls-a-p1", 11), ("vif-a2", "ls-a-p2", 12),
+                ("vif-md", "ls-a-md", 13), ("vif-b1", "ls-b-p1", 21)]
+        vifs.append(("vif-mc", "ls-a-mc", 14) if scenario == "extra" else ("vif-pm", "ls-pub-mc", 15))
+        for name, iface, ofport in vifs:
             box.bind_vif(name, iface, ofport)
-        edit_sb(box)
+        if scenario == "extra":
+            edit_sb(box)
+        else:
+            edit_sb2(box)
         box.start_controller("c")
         box.wait_hv_sync(timeout=120)
         box.wait_hv_sync(timeout=120)  # second round: claims written back, flows settled
-        OUT.mkdir(parents=True, exist_ok=True)
-        files = box.backup(OUT / "tmp")
-        shutil.copy(files["sb"], OUT / "sb.db")
-        shutil.rmtree(OUT / "tmp")
-        (OUT / "flows.raw.txt").write_text(box.ofctl("--no-stats", "--names", "dump-flows", "br-int"))
-        (OUT / "ports.txt").write_text(box.ofctl("show", "br-int"))
-        (OUT / "ct-zones.txt").write_text(box.appctl("ovn-controller", "ct-zone-list"))
+        out.mkdir(parents=True, exist_ok=True)
+        files = box.backup(out / "tmp")
+        shutil.copy(files["sb"], out / "sb.db")
+        shutil.rmtree(out / "tmp")
+        (out / "flows.raw.txt").write_text(box.ofctl("--no-stats", "--names", "dump-flows", "br-int"))
+        (out / "ports.txt").write_text(box.ofctl("show", "br-int"))
+        (out / "ct-zones.txt").write_text(box.appctl("ovn-controller", "ct-zone-list"))
         ifaces = json.loads(box.vsctl("--format=json", "--columns=name,type,ofport,mtu,"
                                       "external_ids,options", "list", "Interface"))
-        (OUT / "interfaces.json").write_text(json.dumps(ifaces, indent=1))
-        (OUT / "collector.json").write_text(json.dumps({"collector_set_id": 7}))
+        (out / "interfaces.json").write_text(json.dumps(ifaces, indent=1))
+        (out / "collector.json").write_text(json.dumps({"collector_set_id": 7}))
     finally:
         box.stop()
 
