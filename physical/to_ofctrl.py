@@ -14,7 +14,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from typing import Iterable
+
 from ofctrl import ofpacts as ofp
+from ofctrl.desired import DesiredFlowTable
 from ofctrl.ofpacts.base import Action as _OfAction
 from ofctrl.fields import Subfield, field
 from ofctrl.flow import Flow
@@ -99,3 +102,13 @@ def to_ofctrl_match(m: pb.PMatch) -> Match:
 def to_ofctrl_flow(pf: pb.PhysFlow) -> Flow:
     return Flow(pf.table, pf.priority, to_ofctrl_match(pf.match),
                 to_ofctrl_actions(pf.actions), pf.cookie)
+
+
+GENERIC_OWNER = "physical-generic"   # owner of flows with PhysFlow.owner None (C: hc_uuid)
+
+
+def add_to_desired(table: DesiredFlowTable, flows: Iterable[pb.PhysFlow],
+                   generic_owner: object = GENERIC_OWNER) -> None:
+    """Add physical flows to an ofctrl desired table, each under its owner UUID."""
+    for pf in flows:
+        table.add(to_ofctrl_flow(pf), pf.owner if pf.owner is not None else generic_owner)
