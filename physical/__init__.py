@@ -17,7 +17,9 @@ owning SB row UUID in ``PhysFlow.owner``; ``None`` = generic flow):
   ``static_mac_bindings``, ``fdbs``, ``load_balancers``.
 
 Conversion: ``physical.to_ofctrl.to_ofctrl_flow(pf)`` gives the shared
-``ofctrl.flow.Flow`` (ofctrl Match + ofpacts); ``pf.to_string(port_names)``
+``ofctrl.flow.Flow`` (ofctrl Match + ofpacts), ``add_to_desired(table, flows)``
+adds them to an ``ofctrl.desired.DesiredFlowTable`` under their owners
+(generic flows under ``GENERIC_OWNER``); ``pf.to_string(port_names)``
 prints the flow exactly as ``ovs-ofctl dump-flows --no-stats`` (no cookie).
 
 Incremental use: when a Port_Binding changes, ``lport_update(ctx, pb, removed,
