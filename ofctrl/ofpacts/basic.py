@@ -127,6 +127,9 @@ class Resubmit(Action):
         return "resubmit(%s,%s%s)" % (port, table, ",ct" if self.with_ct_orig else "")
 
 
+_FULL_MASKS: dict[str, int] = {}
+
+
 def _field_of(name_or_field: str | Field) -> Field:
     return name_or_field if isinstance(name_or_field, Field) else get_field(name_or_field)
 
@@ -141,6 +144,15 @@ class SetField(Action):
     value: int
     mask: int | None = None
 
+    def __post_init__(self) -> None:
+        # A mask covering every byte of the field is an exact write (as in OVS).
+        if self.mask is not None:
+            full = _FULL_MASKS.get(self.field)
+            if full is None:
+                full = _FULL_MASKS[self.field] = (1 << (8 * field_bytes(_field_of(self.field)))) - 1
+            if self.mask == full:
+                object.__setattr__(self, "mask", None)
+
     @classmethod
     def load(cls, dst: Subfield, value: int) -> "SetField":
         """The set_field equivalent of ``load:value->dst`` (OVS reg_load)."""
@@ -153,7 +165,7 @@ class SetField(Action):
     def _encode(self) -> bytes:
         f = _field_of(self.field)
         n = field_bytes(f)
-        if self.mask is None or self.mask == (1 << (8 * n)) - 1:
+        if self.mask is None:
             body = oxm_header(f) + self.value.to_bytes(n, "big")
         else:
             body = (oxm_header(f, True) + self.value.to_bytes(n, "big")

@@ -290,3 +290,11 @@ def test_ovn_vector_encodings_parse_and_format() -> None:
         checked += 1
     assert checked >= 200
     assert skipped == 2
+
+
+def test_set_field_full_mask_is_exact() -> None:
+    assert SetField("reg15", 5, 0xFFFFFFFF) == SetField("reg15", 5)
+    assert SetField("reg15", 5, 0xFFFFFFFF).mask is None
+    # ip_dscp is 6 bits in one byte: 0x3f is a real mask, as in OVS.
+    assert SetField("ip_dscp", 5, 0x3F).mask == 0x3F
+    assert SetField("tun_metadata0", 5, 0xFFFFFFFF).mask is None
