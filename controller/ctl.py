@@ -1,7 +1,8 @@
 """``ovn-controller-py ctl COMMAND [ARG...]``: talk to a running agent.
 
 Finds the control socket by itself: ``--socket PATH`` if given, else the pid
-in ``$OVN_RUNDIR/ovn-controller-py.pid`` -> ``ovn-controller-py.<pid>.ctl``,
+in ``$OVN_RUNDIR/ovn-controller-py.pid`` -> ``ovn-controller-py.<pid>.ctl``
+(or ``ovn-controller-py.ctl``),
 else the newest ``ovn-controller-py.<pid>.ctl`` whose process is alive.
 Any agent command works (``ctl loop-stats --json``, ``ctl ct-zone-list``).
 """
@@ -33,9 +34,11 @@ def find_socket(rundir: str | None = None) -> str | None:
     try:
         with open(os.path.join(rundir, f"{PROGRAM}.pid"), encoding="ascii") as f:
             pid = int(f.read().strip())
-        path = os.path.join(rundir, f"{PROGRAM}.{pid}.ctl")
-        if os.path.exists(path) and _alive(pid):
-            return path
+        if _alive(pid):
+            for path in (os.path.join(rundir, f"{PROGRAM}.{pid}.ctl"),
+                         os.path.join(rundir, f"{PROGRAM}.ctl")):
+                if os.path.exists(path):
+                    return path
     except (OSError, ValueError):
         pass
     best: tuple[float, str] | None = None

@@ -245,6 +245,8 @@ class Daemon:
             sb_res = sb.run()
             if sb_res.reconnected:
                 self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
+                self.monitor_key = None
+                self.expected_cond_seqno = sb.cond_seqno
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})

@@ -263,13 +263,18 @@ class IdlLoop:
 
     # -- conditional monitoring ----------------------------------------
     def set_conditions(self, conditions: Mapping[str, Condition]) -> int:
-        """Apply monitor conditions; returns the highest expected cond seqno."""
-        expected = self.idl.cond_seqno
+        """Apply monitor conditions; returns the cond seqno at which they hold.
+
+        (The Python IDL's own return value of ``cond_change`` is unreliable, so
+        the expectation is computed here like ``ovsdb_idl_set_condition``.)
+        """
+        tables = self.idl.tables.values()
+        in_flight = any(t.condition_state.requested is not None for t in tables)
         for table, cond in conditions.items():
-            if table not in self.idl.tables:
-                continue
-            expected = max(expected, self.idl.cond_change(table, cond))
-        return int(expected)
+            if table in self.idl.tables:
+                self.idl.cond_change(table, cond)
+        pending_new = any(t.condition_state.new is not None for t in tables)
+        return int(self.idl.cond_seqno) + int(in_flight) + int(pending_new)
 
 
 def _uuid_atom(u: uuidlib.UUID) -> list[str]:
