@@ -106,6 +106,8 @@ class PhysicalContext:
     all_chassis: Sequence[Row] = ()
     # SB_Global options:lb_hairpin_use_ct_mark (default true).
     lb_hairpin_use_ct_mark: bool = True
+    # Chassis_Template_Var.variables of this chassis (for template load balancers).
+    template_vars: Mapping[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------
     def is_primary_bound(self, lport: str) -> bool:

@@ -2,14 +2,17 @@
 
 Owned by the SB Load_Balancer row (cookie = first 32 bits of its UUID).  Only
 load balancers applied to a local datapath produce flows.  Template load
-balancers (options:template=true) are skipped: their VIPs need
-Chassis_Template_Var expansion, which the agent does not feed here yet.
+balancers (options:template=true) get their ``^name`` references replaced by
+this chassis' Chassis_Template_Var values (``ctx.template_vars``; an unknown
+name stays as the bare name, which then fails to parse, as in the C agent).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from physical import constants as C
 from physical.inputs import PhysicalContext, Row, cookie_of, opt1
@@ -56,17 +59,32 @@ def _endpoint(addr: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) ->
     return Endpoint(int(addr), addr.version == 6, port)
 
 
-def parse_vips(vips: dict[str, str]) -> list[tuple[Endpoint, list[Endpoint]]]:
+_TEMPLATE_REF = re.compile(r"\^([A-Za-z_][A-Za-z0-9_.]*)")
+
+
+def expand_templates(text: str, template_vars: Mapping[str, str]) -> str:
+    """lexer_parse_template_string, for the VIP/backend strings of an LB."""
+    if "^" not in text:
+        return text
+    return _TEMPLATE_REF.sub(lambda m: template_vars.get(m.group(1), m.group(1)), text)
+
+
+def parse_vips(vips: dict[str, str], template_vars: Mapping[str, str] | None = None
+               ) -> list[tuple[Endpoint, list[Endpoint]]]:
     out: list[tuple[Endpoint, list[Endpoint]]] = []
-    for key in sorted(vips):
+    for raw_key in sorted(vips):
+        key, value = raw_key, vips[raw_key]
+        if template_vars is not None:
+            key = expand_templates(key, template_vars)
+            value = expand_templates(value, template_vars)
         vip = parse_endpoint(key)
         if vip is None:
             continue
         backends: list[Endpoint] = []
         ok = True
-        for tok in (t for t in vips[key].split(",") if t):
+        for tok in (t for t in value.split(",") if t):
             be = parse_endpoint(tok)
-            if be is None or be.is_ipv6 != vip.is_ipv6 or (vip.port and not be.port):
+            if be is None or be.is_ipv6 != vip.is_ipv6 or bool(vip.port) != bool(be.port):
                 ok = False
                 continue
             backends.append(be)
@@ -116,8 +134,7 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
     local_dps = [dp for dp in _lb_datapaths(lb) if dp.tunnel_key in ctx.local_datapaths]
     if not local_dps:
         return []
-    if str(lb.options.get("template", "false")).lower() == "true":
-        return []
+    is_template = str(lb.options.get("template", "false")).lower() == "true"
     proto_name = opt1(lb.protocol) or ""
     proto = _PROTO.get(proto_name, C.IPPROTO_TCP) if proto_name else C.IPPROTO_TCP
     orig_tuple = str(lb.options.get("hairpin_orig_tuple", "false")).lower() == "true"
@@ -126,7 +143,7 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
     flows: list[PhysFlow] = []
     l4 = _L4[proto]
     ct_trk_dnat = [("ct_state", 0x20 | 0x80, 0x20 | 0x80)]
-    vips = parse_vips(lb.vips)
+    vips = parse_vips(lb.vips, ctx.template_vars if is_template else None)
 
     for vip, backends in vips:
         snat_ip = (snat6 if vip.is_ipv6 else snat4)

@@ -209,3 +209,16 @@ def test_ovs_hash_and_hmap_order() -> None:
     order = sset_order(names + names[:3])
     assert sorted(order) == sorted(names)
     assert uuid.UUID(int=0) is not None
+
+
+def test_template_lb_uses_chassis_template_vars() -> None:
+    lb = _lb(options={"hairpin_orig_tuple": "true", "template": "true"},
+             vips={"^vip:^vport": "^be1:53,10.0.2.3:53"}, protocol=["udp"])
+    ctx = context([P1], lb_hairpin_use_ct_mark=False,
+                  template_vars={"vip": "10.0.0.11", "vport": "53", "be1": "10.0.1.3"})
+    expected = lines(lb_hairpin_flows(context([P1], lb_hairpin_use_ct_mark=False), _lb()))
+    assert lines(lb_hairpin_flows(ctx, lb)) == expected
+    # Unknown template variable: the VIP does not parse and gives no flow.
+    assert lb_hairpin_flows(context([P1], template_vars={}), lb) == []
+    # A backend without port for a VIP with port invalidates the VIP.
+    assert lb_hairpin_flows(ctx, _lb(vips={"10.0.0.11:53": "10.0.1.3"})) == []
