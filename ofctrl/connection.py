@@ -22,6 +22,7 @@ or a factory returning a connected socket, used by tests).
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from collections import deque
 from typing import Callable
@@ -40,6 +41,20 @@ Target = str | Callable[[], socket.socket]
 _RECV_CHUNK = 1 << 20
 _SEND_CHUNK = 4 << 20
 _MAX_RECV_PER_RUN = 16 << 20
+
+
+def mgmt_target(bridge: str, rundir: str | None = None) -> str:
+    """`unix:$OVS_RUNDIR/<bridge>.mgmt`, the bridge's management socket."""
+    if rundir is None:
+        rundir = os.environ.get("OVS_RUNDIR")
+    if rundir is None:
+        try:
+            import ovs.dirs
+
+            rundir = ovs.dirs.RUNDIR
+        except ImportError:  # pragma: no cover
+            rundir = "/var/run/openvswitch"
+    return "unix:%s/%s.mgmt" % (rundir, bridge)
 
 
 def open_target(target: str, timeout: float = 2.0) -> socket.socket:

@@ -22,6 +22,7 @@ No I/O here; `installed.py` turns the tables into flow_mod operations.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Iterator, Protocol
 
 import structlog
@@ -46,6 +47,15 @@ def flow_rank(actions: tuple[Any, ...]) -> int:
     return RANK_ALLOW
 
 
+@dataclass(frozen=True, slots=True)
+class AddrSetInfo:
+    """One IP (value/mask ints) of address set `name` that a flow was made for."""
+
+    name: str
+    ip: int
+    mask: int
+
+
 class OwnerRemovable(Protocol):
     """Group and meter tables also forget an owner's references."""
 
@@ -53,7 +63,7 @@ class OwnerRemovable(Protocol):
 
 
 class DesiredFlow:
-    __slots__ = ("flow", "owners", "installed", "rank", "deleted", "__weakref__")
+    __slots__ = ("flow", "owners", "installed", "rank", "deleted", "as_refs")
 
     def __init__(self, flow: Flow) -> None:
         self.flow = flow
@@ -61,17 +71,21 @@ class DesiredFlow:
         self.installed: Any = None  # InstalledFlow | None
         self.rank = flow_rank(flow.actions)
         self.deleted = False
+        # (owner, AddrSetInfo) entries of DesiredFlowTable.as_index naming this flow.
+        self.as_refs: list[tuple[Owner, AddrSetInfo]] | None = None
 
     def __repr__(self) -> str:
         return "DesiredFlow(%r, owners=%r)" % (self.flow, self.owners)
 
 
 class DesiredFlowTable:
-    __slots__ = ("by_key", "by_owner", "tracked", "change_tracked", "extend_tables", "n_flows")
+    __slots__ = ("by_key", "by_owner", "tracked", "change_tracked", "extend_tables", "n_flows", "as_index")
 
     def __init__(self, extend_tables: Iterable[OwnerRemovable] = ()) -> None:
         self.by_key: dict[int, DesiredFlow | list[DesiredFlow]] = {}
         self.by_owner: dict[Owner, dict[DesiredFlow, None]] = {}
+        # owner -> address set name -> (ip, mask) -> flows made for that IP.
+        self.as_index: dict[Owner, dict[str, dict[tuple[int, int], list[DesiredFlow]]]] = {}
         self.tracked: dict[DesiredFlow, None] = {}
         self.change_tracked = False
         self.extend_tables = tuple(extend_tables)
@@ -173,9 +187,13 @@ class DesiredFlowTable:
                 d.installed.unlink(d)
 
     # ---------------------------------------------------------- mutation
-    def add(self, flow: Flow, owner: Owner, log_duplicate: bool = True) -> DesiredFlow | None:
+    def add(
+        self, flow: Flow, owner: Owner, log_duplicate: bool = True, as_info: AddrSetInfo | None = None
+    ) -> DesiredFlow | None:
         """Add `flow` owned by `owner`; an existing same-key flow of the same
-        owner makes this a duplicate, which is dropped (returns None)."""
+        owner makes this a duplicate, which is dropped (returns None).
+        `as_info` records the address-set IP the flow was made for (see
+        `remove_for_as_ip`)."""
         if self.lookup(flow, lambda c: owner in c.owners) is not None:
             if log_duplicate:
                 log.debug("dropping duplicate flow", flow=flow)
@@ -183,24 +201,79 @@ class DesiredFlowTable:
         d = DesiredFlow(flow)
         self._insert(d)
         self._link_owner(d, owner)
+        if as_info is not None:
+            self._as_link(d, owner, as_info)
         self._track_add_or_modify(d)
         return d
 
-    def add_or_append(self, flow: Flow, owner: Owner) -> DesiredFlow:
+    def add_or_append(self, flow: Flow, owner: Owner, as_info: AddrSetInfo | None = None) -> DesiredFlow:
         """Add `flow`, or append its (conjunction) actions to an existing
-        conjunctive flow with the same key, which then gains `owner`."""
+        conjunctive flow with the same key, which then gains `owner` (a
+        shared flow is no longer tracked by address-set IP)."""
         existing = self.lookup(flow, lambda c: c.rank == RANK_CONJ)
         if existing is None:
             d = DesiredFlow(flow)
             self._insert(d)
             self._link_owner(d, owner)
+            if as_info is not None:
+                self._as_link(d, owner, as_info)
         else:
             d = existing
             d.flow = d.flow.with_actions(d.flow.actions + flow.actions)
             d.rank = flow_rank(d.flow.actions)
+            self._as_unlink_all(d)
             self._link_owner(d, owner)
         self._track_add_or_modify(d)
         return d
+
+    # ---------------------------------------------------- address sets
+    def _as_link(self, d: DesiredFlow, owner: Owner, info: AddrSetInfo) -> None:
+        by_ip = self.as_index.setdefault(owner, {}).setdefault(info.name, {})
+        by_ip.setdefault((info.ip, info.mask), []).append(d)
+        if d.as_refs is None:
+            d.as_refs = []
+        d.as_refs.append((owner, info))
+
+    def _as_unlink_all(self, d: DesiredFlow) -> None:
+        refs = d.as_refs
+        if not refs:
+            return
+        d.as_refs = None
+        for owner, info in refs:
+            by_ip = self.as_index.get(owner, {}).get(info.name)
+            if by_ip is None:
+                continue
+            lst = by_ip.get((info.ip, info.mask))
+            if lst is not None and d in lst:
+                lst.remove(d)
+
+    def remove_for_as_ip(self, owner: Owner, info: AddrSetInfo, expected_count: int) -> bool:
+        """Remove exactly the flows `owner` made for one IP of an address set.
+
+        Returns False when that cannot be done precisely (nothing tracked for
+        the set or the IP, or a count different from `expected_count`); the
+        caller then re-processes the owner."""
+        if owner not in self.by_owner:
+            return True
+        by_ip = self.as_index.get(owner, {}).get(info.name)
+        if by_ip is None:
+            return False
+        flows = by_ip.pop((info.ip, info.mask), None)
+        if flows is None:
+            return False
+        count = 0
+        owned = self.by_owner.get(owner)
+        for d in flows:
+            d.as_refs = None
+            if d.owners != [owner]:  # pragma: no cover - shared flows are untracked
+                continue
+            d.owners = []
+            if owned is not None:
+                owned.pop(d, None)
+            self._unindex(d)
+            self._track_or_forget_deleted(d)
+            count += 1
+        return count == expected_count
 
     def remove(self, owner: Owner) -> None:
         """Remove the flows of `owner` (flows shared with others stay)."""
@@ -224,8 +297,10 @@ class DesiredFlowTable:
         flows = self.by_owner.pop(owner, None)
         if flows is None:
             return
+        self.as_index.pop(owner, None)
         shared: list[DesiredFlow] = []
         for d in flows:
+            d.as_refs = None
             d.owners.remove(owner)
             if not d.owners:
                 self._unindex(d)
@@ -267,6 +342,7 @@ class DesiredFlowTable:
                 d.installed.unlink(d)
         self.by_key = {}
         self.by_owner = {}
+        self.as_index = {}
         self.n_flows = 0
 
     def owners_of(self, flow: Flow) -> list[Owner]:

@@ -136,6 +136,25 @@ class OfctrlSession:
     def close(self) -> None:
         self.conn.close()
 
+    def set_target(self, target: Target) -> None:
+        """Connect elsewhere (e.g. the integration bridge changed)."""
+        if target != self.conn.target:
+            log.info("connecting to switch", target=target if isinstance(target, str) else "custom")
+            self.conn.set_target(target)
+
+    def stats(self) -> dict[str, int]:
+        """Counters for memory/show-style diagnostics."""
+        return {
+            "installed_lflows": len(self.installed_lflows),
+            "installed_pflows": len(self.installed_pflows),
+            "groups": len(self.groups.existing),
+            "meters": len(self.meters.existing),
+            "flow_updates_in_flight": len(self._flow_updates),
+            "tx_backlog_bytes": self.conn.tx_backlog_bytes(),
+            "rejected_flows": len(self.rejected_flows),
+            "connection_seqno": self.conn.seqno,
+        }
+
     # ------------------------------------------------------------ loop
     def run(self) -> bool:
         """Advance the connection and state machine; True if (re)connected."""

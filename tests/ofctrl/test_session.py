@@ -405,3 +405,21 @@ def test_reconnect_backoff_when_refused() -> None:
         time.sleep(0.001)
     assert e.sess.is_connected()
     e.close()
+
+
+def test_set_target_resyncs_new_switch_and_stats(env: Env) -> None:
+    from ofctrl.connection import mgmt_target
+
+    assert mgmt_target("br-x", "/r") == "unix:/r/br-x.mgmt"
+    for i in range(10):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    env.settle()
+    st = env.sess.stats()
+    assert st["installed_lflows"] == 10 and st["connection_seqno"] == 1
+    old = env.sw
+    env.sw = FakeSwitch()
+    env.sess.set_target(env.sw.connect)
+    env.settle(lambda: env.sess.conn.seqno == 2)
+    assert env.sw.flow_set() == expected(env.lflows)
+    assert len(old.flows) == 10
+    old.drop_connections()

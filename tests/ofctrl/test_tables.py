@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ofctrl.desired import RANK_ALLOW, RANK_CONJ, RANK_DROP, DesiredFlowTable
+from ofctrl.desired import RANK_ALLOW, RANK_CONJ, RANK_DROP, AddrSetInfo, DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.groups import ExtendTable
 from ofctrl.installed import InstalledFlowTable, update_by_compare, update_by_track
@@ -112,6 +112,31 @@ def test_flood_remove_is_transitive() -> None:
     assert d.flood_remove({"a"}) == {"a", "b", "c"}
     assert [x.owners for x in d] == [["z"]]
     assert set(d.by_owner) == {"z"}
+
+
+def test_remove_for_address_set_ip() -> None:
+    d, inst = DesiredFlowTable(), InstalledFlowTable()
+    ip1, ip2 = AddrSetInfo("as1", 0x0A000001, 0xFFFFFFFF), AddrSetInfo("as1", 0x0A000002, 0xFFFFFFFF)
+    d.add(fl(1), "lf", as_info=ip1)
+    d.add(fl(2), "lf", as_info=ip2)
+    d.add(fl(3, prio=5), "lf", as_info=ip2)
+    d.add(fl(4), "lf")
+    put(d, inst)
+    assert d.remove_for_as_ip("lf", ip2, 2)
+    assert sorted(x.flow.match.items[0][1] for x in d) == [1, 4]
+    ops = put(d, inst)
+    assert sorted(c for c, _ in ops) == [OFPFC_DELETE_STRICT, OFPFC_DELETE_STRICT]
+    assert not d.remove_for_as_ip("lf", ip2, 1)  # no longer tracked
+    assert not d.remove_for_as_ip("lf", AddrSetInfo("other", 1, 1), 1)
+    assert not d.remove_for_as_ip("lf", ip1, 2)  # count mismatch -> caller reprocesses
+    assert d.remove_for_as_ip("nobody", ip1, 1)
+    # A flow that becomes shared (conjunction append) is no longer tracked by IP.
+    c = (Conjunction(1, 1, 2),)
+    d.add_or_append(Flow(10, 1, OxmMatch(reg0=9), c), "x", as_info=ip1)
+    d.add_or_append(Flow(10, 1, OxmMatch(reg0=9), c), "y", as_info=ip1)
+    assert not d.remove_for_as_ip("x", ip1, 1)
+    d.remove("lf")
+    assert "lf" not in d.as_index
 
 
 def test_extend_tables_follow_owner_removal() -> None:
