@@ -354,6 +354,15 @@ def test_extra2_physical_parity() -> None:
     assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
 
 
+
+def test_many_remote_chassis_fanout_order() -> None:
+    """14 remote chassis in one multicast group: the C agent outputs them in its
+    string-set hash order, reproduced by physical.ovshash."""
+    result = compare(EXTRA.parent / "many")
+    assert result[39][0] > 20
+    assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
+
+
 if __name__ == "__main__":
     import sys
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else RICH

@@ -139,6 +139,21 @@ def edit_sb2(box: Sandbox) -> None:
     sb("set", "SB_Global", ".", "options:lb_hairpin_use_ct_mark=true")
 
 
+def edit_sb_many(box: Sandbox) -> None:
+    """many: 13 remote Geneve chassis in one multicast group (sset fan-out order)."""
+    sb = box.sbctl
+    ls_b = _uuid(box, "Datapath_Binding", "external_ids:name=ls-b")
+    mc = box.sbctl("--bare", "--columns=_uuid", "find", "Multicast_Group", "name=_MC_flood",
+                   f"datapath={ls_b}").strip()
+    for i in range(13):
+        name = f"chassis-{i:02d}"
+        sb("chassis-add", name, "geneve", f"127.0.1.{i + 10}")
+        ch = _uuid(box, "Chassis", f"name={name}")
+        p = sb("create", "Port_Binding", f"logical_port=ls-b-r{i}", f"datapath={ls_b}",
+               f"tunnel_key={20 + i}", f"chassis={ch}").strip()
+        sb("add", "Multicast_Group", mc, "ports", p)
+
+
 def main() -> None:
     import sys
     scenario = sys.argv[1] if len(sys.argv) > 1 else "extra"
@@ -157,10 +172,7 @@ def main() -> None:
         vifs.append(("vif-mc", "ls-a-mc", 14) if scenario == "extra" else ("vif-pm", "ls-pub-mc", 15))
         for name, iface, ofport in vifs:
             box.bind_vif(name, iface, ofport)
-        if scenario == "extra":
-            edit_sb(box)
-        else:
-            edit_sb2(box)
+        {"extra": edit_sb, "extra2": edit_sb2, "many": edit_sb_many}[scenario](box)
         box.start_controller("c")
         box.wait_hv_sync(timeout=120)
         box.wait_hv_sync(timeout=120)  # second round: claims written back, flows settled
