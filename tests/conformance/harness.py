@@ -147,3 +147,67 @@ def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
         e = expr_normalize.normalize(e)
         assert expr_normalize.is_normalized(e)
     return e, None
+
+
+# ---------------------------------------------------------------------------
+# Real-agent reference data (/work/shared/reference-data): SB snapshot and
+# the flows the C ovn-controller installed from it.
+
+REFERENCE_DIR = os.environ.get("OVN_REFERENCE_DATA", "/work/shared/reference-data")
+
+
+def _open_ref(path: str) -> Any:
+    import gzip
+
+    if os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _atoms(v: Any) -> list[Any]:
+    if isinstance(v, list) and v:
+        if v[0] == "set":
+            return [_atoms(x)[0] for x in v[1]]
+        if v[0] == "uuid":
+            return [v[1]]
+        if v[0] == "map":
+            return list(v[1])
+    return [v]
+
+
+def load_sb_snapshot(name: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """Tables of reference-data/<name>/sb.db (an ovsdb-client backup file),
+    as {table: {uuid: {column: value}}} with OVSDB sets/uuids flattened to
+    lists (use ``sb_atoms``)."""
+    with _open_ref(os.path.join(REFERENCE_DIR, name, "sb.db")) as f:
+        lines = f.read().splitlines()
+    data: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in lines[3::2]:
+        for table, rows in json.loads(line).items():
+            if table.startswith("_"):
+                continue
+            tab = data.setdefault(table, {})
+            for uuid, row in rows.items():
+                if row is None:
+                    tab.pop(uuid, None)
+                else:
+                    tab.setdefault(uuid, {}).update(row)
+    return data
+
+
+sb_atoms = _atoms
+
+
+def load_reference_flows(name: str) -> list[tuple[int, int, int, str, str]]:
+    """(cookie, table, priority, match, actions) of reference-data/<name>/flows.raw.txt."""
+    import re
+
+    out = []
+    pattern = re.compile(r"\s*(?:cookie=(\S+), )?table=(\d+), priority=(\d+)(?:,(\S*))? actions=(.*)")
+    with _open_ref(os.path.join(REFERENCE_DIR, name, "flows.raw.txt")) as f:
+        for line in f:
+            m = pattern.match(line)
+            if m:
+                out.append((int(m.group(1) or "0", 16), int(m.group(2)), int(m.group(3)),
+                            m.group(4) or "", m.group(5)))
+    return out

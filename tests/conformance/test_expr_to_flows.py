@@ -41,3 +41,99 @@ def test_prepare_offsets_conjunction_ids() -> None:
     lines = sorted(expr_matches.format_matches(matches))
     assert lines[0] == "conj_id=100,ip"
     assert all("conjunction(100, " in line for line in lines[1:])
+
+
+# ---------------------------------------------------------------------------
+# Differential check against the flows the real ovn-controller 23.03.1
+# installed for reference-data/rich (every logical flow of every datapath:
+# plain matches, conjunctive clauses with their conjunction ids, conj_id
+# flows).  The agent-side context is rebuilt from the SB snapshot: port keys
+# per datapath (and multicast groups), is_chassis_resident for chassis hv1,
+# port groups reduced to local ports, action prerequisites (from the actions
+# parser), and the skip of switch flows pinned to a non-local port.
+
+def test_rich_reference_flows() -> None:
+    import collections
+    import re
+
+    from controller.lflow import expr
+    from controller.lflow.actions import P_EGRESS, P_INGRESS, ParseParams, parse_actions
+    from controller.lflow.conj_ids import ConjIds
+    from controller.lflow.symtab import ovn_symtab
+    from tests.conformance.harness import load_reference_flows, load_sb_snapshot, sb_atoms
+
+    sb = load_sb_snapshot("rich")
+    symtab = ovn_symtab()
+    dp_keys = {u: r["tunnel_key"] for u, r in sb["Datapath_Binding"].items()}
+    is_switch = {u: "logical-switch" in str(r.get("external_ids")) for u, r in sb["Datapath_Binding"].items()}
+    local_chassis = {u for u, r in sb["Chassis"].items() if r["name"] == "hv1"}
+    ports = {}
+    for r in sb["Port_Binding"].values():
+        chassis = sb_atoms(r.get("chassis", ["set", []]))
+        ports[r["logical_port"]] = (sb_atoms(r["datapath"])[0], r["tunnel_key"],
+                                    chassis[0] if chassis else None, r.get("type", ""))
+    local = {n for n, p in ports.items() if p[2] in local_chassis or p[3]}
+    local_keys: dict[str, set[int]] = {}
+    for n in local:
+        local_keys.setdefault(ports[n][0], set()).add(ports[n][1])
+    mc_groups = {(sb_atoms(r["datapath"])[0], r["name"]): r["tunnel_key"]
+                 for r in sb.get("Multicast_Group", {}).values()}
+    addr_sets = {r["name"]: expr.const_set_from_integers(sb_atoms(r.get("addresses", ["set", []])))
+                 for r in sb.get("Address_Set", {}).values()}
+    port_groups = {r["name"]: expr.const_set_from_strings(sb_atoms(r.get("ports", ["set", []])), local)
+                   for r in sb.get("Port_Group", {}).values()}
+    dp_groups = {u: sb_atoms(r["datapaths"]) for u, r in sb.get("Logical_DP_Group", {}).items()}
+
+    plain: dict[tuple[int, int, int], set[str]] = collections.defaultdict(set)
+    conj: set[tuple[int, int, str, int, int, int]] = set()
+    for cookie, table, prio, match, actions in load_reference_flows("rich"):
+        plain[(cookie, table, prio)].add(match)
+        for cid, k, n in re.findall(r"conjunction\((\d+),(\d+)/(\d+)\)", actions):
+            conj.add((table, prio, match, int(cid), int(k), int(n)))
+
+    conj_ids = ConjIds()
+    n_compared = n_conj = 0
+    for uuid, lf in sb["Logical_Flow"].items():
+        dps = sb_atoms(lf.get("logical_datapath", ["set", []])) or dp_groups[sb_atoms(lf["logical_dp_group"])[0]]
+        ingress = lf["pipeline"] == "ingress"
+        table = (8 if ingress else 42) + lf["table_id"]
+        parsed = parse_actions(lf["actions"], ParseParams(
+            symtab, pipeline=P_INGRESS if ingress else P_EGRESS, cur_ltable=lf["table_id"]))
+        assert not isinstance(parsed, str), parsed
+        for dp in dps:
+            key = dp_keys[dp]
+
+            def lookup(name: str, dp: str = dp) -> int | None:
+                if name == "none":
+                    return 0
+                p = ports.get(name)
+                if p is not None and p[0] == dp:
+                    return int(p[1])
+                return mc_groups.get((dp, name))
+
+            prereqs = expr.clone(parsed.prereqs) if parsed.prereqs is not None else None
+            matches, n_conjs = expr.compile_match(
+                lf["match"], symtab, addr_sets=addr_sets, port_groups=port_groups, dp_key=key,
+                lookup_port=lookup, prereqs=prereqs,
+                is_chassis_resident=lambda name: ports.get(name, ("", 0, None, ""))[2] in local_chassis)
+            if n_conjs:
+                expr.prepare(matches, conj_ids.alloc(uuid, dp, n_conjs) - 1)
+            ours = set()
+            for em in matches:
+                text = em.match.with_field("metadata", key).to_string()
+                if em.conjunctions:
+                    for cid, k, n in em.conjunctions:
+                        assert (table, lf["priority"], text, cid, k + 1, n) in conj, (lf["match"], text)
+                        n_conj += 1
+                    continue
+                if is_switch[dp] and em.match.get("conj_id") is None:
+                    pinned = em.match.get("reg14" if ingress else "reg15")
+                    if pinned is not None and pinned[0] not in local_keys.get(dp, set()):
+                        continue
+                ours.add(text)
+            theirs = {m for m in plain.get((int(uuid[:8], 16), table, lf["priority"]), set())
+                      if f"metadata={key:#x}," in m + ","}
+            if ours or theirs:
+                assert ours == theirs, lf["match"]
+                n_compared += 1
+    assert n_compared >= 600 and n_conj >= 40
