@@ -142,6 +142,10 @@ class OfctrlSession:
             log.info("connecting to switch", target=target if isinstance(target, str) else "custom")
             self.conn.set_target(target)
 
+    def in_flight(self) -> int:
+        """Number of puts whose barrier has not been answered yet."""
+        return len(self._inflight)
+
     def stats(self) -> dict[str, int]:
         """Counters for memory/show-style diagnostics."""
         return {
@@ -329,6 +333,10 @@ class OfctrlSession:
             log.info("OpenFlow error", error=name)
         else:
             log.warning("OpenFlow error", error=name, offending=text or None, xid=xid)
+        if err.offending_type() == m.OFPT_METER_MOD:
+            # Meters live outside the bundle: nothing to resync, and the flows
+            # using the meter fail (and are quarantined) on their own.
+            return
         self._reset_pending = True
 
     # ------------------------------------------------------------- put

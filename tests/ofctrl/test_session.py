@@ -423,3 +423,18 @@ def test_set_target_resyncs_new_switch_and_stats(env: Env) -> None:
     assert env.sw.flow_set() == expected(env.lflows)
     assert len(old.flows) == 10
     old.drop_connections()
+
+
+def test_meter_error_logged_without_reconnect(env: Env) -> None:
+    env.lflows.add(mk(10, 100, 1), owner="a")
+    env.settle()
+    env.sw.meters[1] = b"stale"  # someone else added meter 1 behind our back
+    env.meters.assign_id("__string: uuid 12345678-1234-1234-1234-123456789abc pktps stats bands=type=drop rate=5",
+                         owner="a")
+    env.lflows.add(mk(10, 100, 2), owner="a")
+    env.settle()
+    env.step()
+    assert [e[0] for e in env.sess.errors] == ["OFPMMFC_METER_EXISTS"]
+    assert env.sess.conn.seqno == 1
+    assert len(env.sw.flows) == 2
+    assert env.sess.in_flight() == 0
