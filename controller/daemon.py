@@ -43,6 +43,7 @@ from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
+from controller.pflow_output import PflowOutput
 from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
 from controller.unixctl import create_server
 from ofctrl.desired import DesiredFlowTable
@@ -63,7 +64,8 @@ def _override_file() -> str:
 
 
 class Daemon:
-    def __init__(self, options: Any, flow_providers: dict[str, Any] | None = None) -> None:
+    def __init__(self, options: Any, flow_providers: dict[str, Any] | None = None,
+                 physical_flows: bool = True) -> None:
         self.options = options
         self.ovs = dbmod.open_ovs(getattr(options, "ovs_remote", None))
         self.sb: dbmod.IdlLoop | None = None
@@ -73,15 +75,20 @@ class Daemon:
         self.if_mgr = IfStatusMgr(self.seqno)
         self.st = AgentState(self.if_mgr)
         self.nodes = AgentNodes(self.st)
+        providers = dict(flow_providers or {})
+        if physical_flows and "pflow_output" not in providers:
+            providers["pflow_output"] = PflowOutput(self.st, self._sb_table,
+                                                    lambda: self.st.geneve_field)
         self.engine = build_engine(GraphParts(
             impl=self.nodes, ovs_tracker=self.ovs.tracker,
             sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
             state_runs={"ofctrl_is_connected": self.st.run_ofctrl_is_connected,
                         "sb_ro": self.st.run_sb_ro,
-                        "postponed_ports": self.st.run_postponed_ports},
+                        "postponed_ports": self.st.run_postponed_ports,
+                        "mff_ovn_geneve": self.st.run_mff_ovn_geneve},
             node_data={"runtime_data": self.st.rt, "ct_zones": self.st.ct,
                        "if_status_mgr": self.if_mgr},
-            providers=flow_providers or {}))
+            providers=providers))
         self.encaps = Encaps()
         self.session: OfctrlSession | None = None
         self.session_target: str | None = None
@@ -141,6 +148,11 @@ class Daemon:
         return " ".join(parts) + "\n"
 
     # ------------------------------------------------------------ helpers
+    def _sb_table(self, name: str) -> Any:
+        if self.sb is None or not self.sb.has_table(name):
+            return {}
+        return self.sb.table(name)
+
     def _desired_tables(self) -> tuple[DesiredFlowTable, DesiredFlowTable, bool, bool]:
         lf, pf = self.empty_lflows, self.empty_pflows
         lchg = pchg = False
@@ -207,6 +219,7 @@ class Daemon:
             self.seqno.flush()
             self.if_mgr.openflow_disconnected()
         self.st.ofctrl_connected = connected
+        self.st.geneve_field = self.session.geneve_field
 
     def _update_monitors(self, knobs: Knobs) -> None:
         assert self.sb is not None

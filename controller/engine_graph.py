@@ -49,7 +49,7 @@ OVS_TRACKED_COLUMNS: dict[str, frozenset[str] | None] = {
                             "type", "options", "ofport"}),
     "Flow_Sample_Collector_Set": frozenset({"id", "bridge"}),
 }
-STATE_LEAVES = ("ofctrl_is_connected", "sb_ro", "postponed_ports")
+STATE_LEAVES = ("ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve")
 
 Edge = tuple[str, str | None]
 
@@ -98,6 +98,12 @@ GRAPH: dict[str, list[Edge]] = {
         ("OVS_bridge", None), ("OVS_interface", None),
         ("OVS_flow_sample_collector_set", "flow_sample_collector_set"),
         ("SB_sb_global", "sb_global"), ("SB_ha_chassis_group", None),
+        ("mff_ovn_geneve", None),
+        # physical/ also builds the neighbour, FDB and LB hairpin flows that
+        # lflow.c makes in the C agent, so those tables feed this node.
+        ("SB_mac_binding", "mac_binding"), ("SB_static_mac_binding", "static_mac_binding"),
+        ("SB_fdb", "fdb"), ("SB_load_balancer", "load_balancer"),
+        ("SB_chassis_template_var", None),
     ],
 }
 FLOW_OUTPUT_NODES = ("lflow_output", "pflow_output")

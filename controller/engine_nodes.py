@@ -43,7 +43,9 @@ class AgentState:
         self.ofctrl_connected = False
         self.bridge_mappings: dict[str, str] = {}
         self.now_ms = 0
+        self.geneve_field: str | None = None
         # state-leaf memory
+        self._last_geneve: str | None = None
         self._last_ofctrl_connected: bool | None = None
         self._last_sb_readonly = True
 
@@ -67,6 +69,12 @@ class AgentState:
         became_rw = self._last_sb_readonly and not self.sb_readonly
         self._last_sb_readonly = self.sb_readonly
         return became_rw
+
+    def run_mff_ovn_geneve(self, node: Node) -> bool:
+        node.data = self.geneve_field
+        changed = self.geneve_field != self._last_geneve
+        self._last_geneve = self.geneve_field
+        return changed
 
     def run_postponed_ports(self, node: Node) -> bool:
         node.data = self.rt.postponed
