@@ -52,7 +52,12 @@ def decode_actions(data: bytes | memoryview) -> list[Action]:
         atype, alen = struct.unpack_from("!HH", data, ofs)
         if alen < 8 or alen & 7 or ofs + alen > end:
             raise DecodeError("bad action length %d" % alen)
-        out.append(_decode_one(memoryview(data)[ofs:ofs + alen], atype, alen))
+        try:
+            out.append(_decode_one(memoryview(data)[ofs:ofs + alen], atype, alen))
+        except DecodeError:
+            raise
+        except (struct.error, IndexError, ValueError, TypeError, AssertionError) as exc:
+            raise DecodeError("malformed action at offset %d: %s" % (ofs, exc)) from exc
         ofs += alen
     return out
 

@@ -14,7 +14,7 @@ from ofctrl.ofpacts import (
     Clone, Conjunction, Controller, Ct, CtClear, DecTtl, Exit, Group, Learn,
     LearnLoadField, LearnLoadImm, LearnMatchField, LearnMatchImm, LearnOutput, LearnSpec,
     Meter, Move, Nat, Note, Output, OutputReg, PopVlan, PushVlan, Resubmit,
-    Sample, SetField, SetQueue, StackPop, StackPush, decode_actions,
+    DecodeError, Sample, SetField, SetQueue, StackPop, StackPush, decode_actions,
     encode_actions, format_actions, parse_actions,
 )
 
@@ -163,3 +163,29 @@ def test_format_parse_round_trip(acts: list[Action]) -> None:
     # (The text drops redundant detail, e.g. a NAT port range max equal to
     # its min, so only the printed form must be identical.)
     assert decode_actions(encode_actions(back)) == back
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(all_actions, min_size=1, max_size=4), st.data())
+def test_decode_of_corrupted_bytes_fails_cleanly(acts: list[Action], data: st.DataObject) -> None:
+    """Truncated or bit-flipped action bytes decode or raise DecodeError,
+    never another exception."""
+    wire = bytearray(encode_actions(acts))
+    pos = data.draw(st.integers(0, len(wire) - 1))
+    if data.draw(st.booleans()):
+        wire[pos] ^= data.draw(st.integers(1, 255))
+    else:
+        del wire[pos:]
+    try:
+        decode_actions(bytes(wire))
+    except DecodeError:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_decode_random_bytes_fails_cleanly(raw: bytes) -> None:
+    try:
+        decode_actions(raw)
+    except DecodeError:
+        pass
