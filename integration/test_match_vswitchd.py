@@ -56,10 +56,18 @@ EDGE_CASES = [
     "icmp,icmp_type=3,icmp_code=4", "icmp6,icmp_type=136,icmp_code=0,nd_target=fe80::1,"
     "nd_tll=0a:00:00:00:00:01",
 ]
+# Field-bits-only masks, as OVN's mf_mask_subfield() makes them (OVS prints
+# the ipv6_label one as exact, the tcp_flags one as "syn|ack" but keeps it).
+EDGE_ITEMS: list[list[tuple[str, int, int | None]]] = [
+    [("eth_type", 0x86DD, None), ("ipv6_label", 5, 0xFFFFF)],
+    [("eth_type", 0x0800, None), ("nw_proto", 6, None), ("tcp_flags", 0x12, 0xFFF)],
+    [("eth_type", 0x0800, None), ("ip_frag", 1, 3)],
+    [("ct_state", 0x22, 0xFF)],
+]
 
 
 # Matches OVS must refuse with OFPBMC_BAD_PREREQ (Match.prereq_errors() agrees).
-INVALID = [
+INVALID: list[list[tuple[str, int, int | None]]] = [
     [("tcp_dst", 80, None)],
     [("eth_type", 0x0800, None), ("udp_src", 53, None)],
     [("eth_type", 0x86DD, None), ("ip_src", 1, None)],
@@ -250,6 +258,7 @@ def _sample() -> list[Match]:
     seed_ports = _port_numbers("seed-500")
     matches += [Match.parse(t, seed_ports) for t in seed[:: max(1, len(seed) // 400)]]
     matches += [Match.parse(t) for t in EDGE_CASES]
+    matches += [Match(items) for items in EDGE_ITEMS]
     return list(dict.fromkeys(matches))
 
 
@@ -324,11 +333,11 @@ def _msg(mtype: int, xid: int, body: bytes = b"") -> bytes:
         xid.to_bytes(4, "big") + body
 
 
-def _flow_mod(xid: int, cookie: int, match: Match) -> bytes:
+def _flow_mod(xid: int, cookie: int, match: Match, priority: int = 100) -> bytes:
     body = (cookie.to_bytes(8, "big") + bytes(8)        # cookie, cookie_mask
             + bytes([0, 0])                            # table 0, OFPFC_ADD
             + bytes(4)                                 # idle/hard timeouts
-            + (100).to_bytes(2, "big")                 # priority
+            + priority.to_bytes(2, "big")              # priority
             + (0xFFFFFFFF).to_bytes(4, "big") * 3      # buffer, out_port, out_group
             + bytes(4)                                 # flags, importance
             + match.encode())
@@ -351,7 +360,8 @@ def _recv(sock: socket.socket) -> tuple[int, int, bytes]:
     return hdr[1], int.from_bytes(hdr[4:8], "big"), _recv_exact(sock, length - 8)
 
 
-def _install(mgmt: Path, matches: list[Match], cookie_base: int = 0) -> dict[int, bytes]:
+def _install(mgmt: Path, matches: list[Match], cookie_base: int = 0,
+             priority: int = 100) -> dict[int, bytes]:
     """Send every match as a flow_mod (cookie = cookie_base + index + 1);
     return the OFPT_ERROR bodies by xid (100 + index)."""
     errors: dict[int, bytes] = {}
@@ -362,7 +372,7 @@ def _install(mgmt: Path, matches: list[Match], cookie_base: int = 0) -> dict[int
         sock.sendall(_msg(OFPT_HELLO, 1, b"\x00\x01\x00\x08" + bitmap))
         mtype, _, _ = _recv(sock)
         assert mtype == OFPT_HELLO
-        batch = b"".join(_flow_mod(100 + i, cookie_base + i + 1, m)
+        batch = b"".join(_flow_mod(100 + i, cookie_base + i + 1, m, priority)
                          for i, m in enumerate(matches))
         sock.sendall(batch + _msg(OFPT_BARRIER_REQUEST, 99))
         while True:
@@ -429,3 +439,29 @@ def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: _Daemons) -> None:
     for body in errors.values():
         # ofp_error_msg: type OFPET_BAD_MATCH (4), code OFPBMC_BAD_PREREQ (9)
         assert body[:4] == b"\x00\x04\x00\x09", body.hex()
+
+
+def test_vswitchd_rule_identity_follows_match_equality(vswitchd: _Daemons) -> None:
+    """Two flow_mods land in one OVS rule exactly when their Matches are equal
+    (20-bit ipv6_label mask == exact; 12-bit tcp_flags mask != exact)."""
+    tcp: list[tuple[str, int, int | None]] = [("eth_type", 0x0800, None), ("nw_proto", 6, None)]
+    ip6: list[tuple[str, int, int | None]] = [("eth_type", 0x86DD, None)]
+    pairs = [
+        (Match(tcp + [("tcp_flags", 2, 0xFFF)]), Match(tcp + [("tcp_flags", 2, None)])),
+        (Match(ip6 + [("ipv6_label", 5, 0xFFFFF)]), Match(ip6 + [("ipv6_label", 5, None)])),
+        (Match([("ct_state", 0x22, 0xFF)]), Match([("ct_state", 0x22, None)])),
+        (Match([("xxreg0", 5, 0xFFFFFFFF)]), Match([("reg3", 5, None)])),
+        (Match([("reg2", 5, None)]), Match([("reg2", 5, 0xFFFF)])),
+    ]
+    flat = [m for pair in pairs for m in pair]
+    assert _install(vswitchd.run / "br0.mgmt", flat, 1 << 40, priority=200) == {}
+    dump = vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "--no-stats", "dump-flows",
+                       f"unix:{vswitchd.run / 'br0.mgmt'}")
+    cookies = {int(c, 16) - (1 << 40) for c in
+               re.findall(r"cookie=0x([0-9a-f]+), priority=200[, ]", dump)}
+    for i, (a, b) in enumerate(pairs):
+        first, second = 2 * i + 1, 2 * i + 2
+        if a == b:      # the second flow_mod replaced the first (same rule)
+            assert first not in cookies and second in cookies, (a, b)
+        else:
+            assert first in cookies and second in cookies, (a, b)

@@ -6,7 +6,8 @@ OpenFlow 1.5, which puts every prerequisite -- eth_type, nw_proto, ICMP
 type -- before the fields that depend on it).  Field names are OVS
 meta-flow names.  Values and masks are ints; a mask of ``None`` means an
 exact match; all-ones masks are normalised to ``None`` and a zero mask
-drops the field.
+drops the field.  One exception, as in OVS: a ``tcp_flags`` mask of just
+the 12 flag bits (0xfff) is kept, not turned into an exact match.
 
 Spellings that OVS stores in one place are normalised so that equal
 matches compare equal: ``xreg``/``xxreg`` become their 32-bit ``reg``
@@ -97,6 +98,11 @@ _PLAIN: dict[str, tuple[int, bool, int]] = {
     for name in _ORDER}
 _PLAIN["ct_state"] = (0xFF, True, _RANK["ct_state"])      # OVS keeps 8 bits of it
 _PLAIN["arp_op"] = (0xFF, False, _RANK["arp_op"])         # kept in OVS's 8-bit nw_proto
+# OVS keeps tcp_flags in 16 bits and keeps a mask of just the 12 flag bits
+# (what OVN's mf_mask_subfield() produces) apart from an exact match: it is
+# sent as a masked OXM, and is a different classifier rule.  (ipv6_label
+# has no such distinction: OVS mf_set() turns a 20-bit mask into exact.)
+_PLAIN["tcp_flags"] = (0xFFFF, True, _RANK["tcp_flags"])
 _VLAN_RANK = _RANK["vlan_tci"]
 
 
@@ -646,7 +652,7 @@ def _format_match(items: tuple[Item, ...], port_names: dict[int, str] | None) ->
     if (vm is not None and nw_proto == IPPROTO_TCP
             and dl_type in (ETH_TYPE_IP, ETH_TYPE_IPV6)):
         out.append("tcp_flags=" + _flags(_TCP_BITS, vm[0],
-                                         0xFFF if vm[1] is None else vm[1], 0xFFF))
+                                         0xFFF if vm[1] is None else vm[1] & 0xFFF, 0xFFF))
     return ",".join(out)
 
 

@@ -335,3 +335,17 @@ def test_random_matches_roundtrip() -> None:
         assert Match.parse(text).to_string() == text
         assert Match.decode(m.encode()) == m, text
         assert m.prereq_errors() == []
+
+
+def test_field_bits_only_masks() -> None:
+    """OVS (mf_set) makes a 20-bit ipv6_label mask exact but keeps a 12-bit
+    tcp_flags mask apart from an exact match (checked against vswitchd)."""
+    label = Match([("eth_type", 0x86DD, None), ("ipv6_label", 5, 0xFFFFF)])
+    assert label.to_string() == "ipv6,ipv6_label=0x00005"
+    assert label == Match([("eth_type", 0x86DD, None), ("ipv6_label", 5, None)])
+    flags = Match([("eth_type", 0x800, None), ("nw_proto", 6, None), ("tcp_flags", 2, 0xFFF)])
+    assert flags.to_string() == "tcp,tcp_flags=syn"
+    assert flags.get("tcp_flags") == (2, 0xFFF)
+    assert Match.decode(flags.encode()) == flags
+    assert Match([("ct_state", 0x22, 0xFF)]).get("ct_state") == (0x22, None)
+    assert Match([("eth_type", 0x800, None), ("ip_frag", 1, 3)]).get("ip_frag") == (1, None)
