@@ -74,6 +74,10 @@ def test_registration_claim_zones_and_commands(sandbox_factory: SandboxFactory) 
                what="p1 up", box=box)
     wait_until(lambda: iface_ext(box, "vif1").get("ovn-installed") == "true",
                what="ovn-installed", box=box)
+    # ovn-installed only once the VIF's physical flows are in OVS.
+    ofport = box.vsctl("get", "Interface", "vif1", "ofport").strip()
+    flows = box.ofctl("dump-flows", "br-int", "--no-stats")
+    assert f"in_port={ofport} " in flows and f"actions=output:{ofport}" in flows
     log = (box.run / "ovn-controller-py.log").read_text()
     assert "Claiming lport p1 for this chassis." in log
     assert "Setting lport p1 ovn-installed in OVS" in log
