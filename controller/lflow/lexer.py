@@ -244,29 +244,23 @@ _IDN_RE = re.compile(r"[A-Za-z0-9_.]*")
 _FAST_RE = re.compile(
     r"[ \t\n\r\v\f]*+"
     r"(?:(?P<id>[g-zG-Z_][A-Za-z0-9_.]*+|[a-fA-F][0-9a-fA-F]*+(?!:)[A-Za-z0-9_.]*+)"
-    r"|(?P<op>==|!=|<=|>=|<->|&&|\|\||\.\.|--|[(){}\[\],;<>!=-]|:(?!:)))")
+    r"|(?P<op>==|!=|<=|>=|<->|&&|\|\||\.\.|--|[(){}\[\],;<>!=-]|:(?!:))"
+    # Plain decimal that cannot continue as another numeric form (< 2**64).
+    r"|(?P<dec>(?:[1-9][0-9]{0,18}|0)(?![A-Za-z0-9:/]|\.(?!\.))))")
 _HEXRUN_RE = re.compile(r"[0-9a-fA-F]*")
 _MAC_RE = re.compile(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+):"
                      r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)")
 
 
+_NUM_EXTENT_RE = re.compile(r"[A-Za-z0-9:]*(?:\.(?!\.)(?:[A-Za-z0-9]|\.(?!\.))*)?")
+
+
 def _num_extent(text: str, pos: int) -> int:
-    """End of the numeric token starting at 'pos' (lex_parse_integer__ rules)."""
-    n = len(text)
-    end = pos
-    saw_dot = False
-    while end < n:
-        c = text[end]
-        if c.isascii() and c.isalnum():
-            end += 1
-        elif c == ":" and not saw_dot:
-            end += 1
-        elif c == "." and not (end + 1 < n and text[end + 1] == "."):
-            saw_dot = True
-            end += 1
-        else:
-            break
-    return end
+    """End of the numeric token starting at 'pos': alphanumerics, ':' until a
+    dot has been seen, and '.' unless followed by another '.'."""
+    m = _NUM_EXTENT_RE.match(text, pos)
+    assert m is not None
+    return m.end()
 
 
 def _parse_integer_core(text: str, pos: int) -> tuple[Token, int]:
@@ -428,7 +422,9 @@ def lex_token(text: str, pos: int) -> tuple[Token, int, int]:
         g = m.lastgroup
         if g == "id":
             return Token(T_ID, m.group("id")), m.start("id"), m.end()
-        return _PUNCT_TOKENS[m.group("op")], m.start("op"), m.end()
+        if g == "op":
+            return _PUNCT_TOKENS[m.group("op")], m.start("op"), m.end()
+        return Token(T_INTEGER, value=int(m.group("dec"))), m.start("dec"), m.end()
     n = len(text)
     while pos < n and text[pos] in _WS:
         pos += 1

@@ -222,3 +222,17 @@ def test_reference_recording() -> None:
     expr.parse_expr("outport == @legacy", SYMTAB, ADDR_SETS,
                     {"legacy": expr.const_set_from_strings(["p1"])}, 7, None, pg_ref)
     assert pg_ref == {"7_legacy", "legacy"}
+
+
+@given(st.text(alphabet="0123456789abcdefxX:./ $@^\"\\&|!=<>-(){}[],;_gzGZ\t", max_size=40))
+@SETTINGS
+def test_lexer_tokens_round_trip(text: str) -> None:
+    from controller.lflow import lexer as lx
+
+    for tok in lx.tokenize(text):
+        if tok.type == lx.T_ERROR:
+            continue
+        again = lx.tokenize(lx.format_token(tok))
+        assert len(again) == 1
+        t2 = again[0]
+        assert (t2.type, t2.s, t2.value, t2.mask) == (tok.type, tok.s, tok.value, tok.mask)
