@@ -43,6 +43,7 @@ from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
+from controller.patch import Patches
 from controller.pflow_output import PflowOutput
 from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
 from controller.unixctl import create_server
@@ -90,6 +91,7 @@ class Daemon:
                        "if_status_mgr": self.if_mgr},
             providers=providers))
         self.encaps = Encaps()
+        self.patches = Patches()
         self.session: OfctrlSession | None = None
         self.session_target: str | None = None
         self.empty_lflows = DesiredFlowTable()
@@ -338,6 +340,12 @@ class Daemon:
             if st.ct.commit(self.br_int):
                 COVERAGE.inc("ct_zone_commit")
             csw.stop()
+        psw = self.stopwatches["patch-run"]
+        psw.start()
+        self.patches.run(self.ovs.txn, self.ovs.idl.tables, self.br_int,
+                         knobs["ovn-bridge-mappings"], self.chassis, st.rt.local_datapaths,
+                         st.idx)
+        psw.stop()
         rt_node = self.engine.node("runtime_data")
         if rt_node.state is State.UPDATED or self.monitor_key is None:
             self._update_monitors(knobs)

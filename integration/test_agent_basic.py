@@ -203,3 +203,35 @@ def test_tunnels_to_other_chassis(sandbox_factory: SandboxFactory) -> None:
     box.sbctl("chassis-del", "hv2")
     wait_until(lambda: "ovn-hv2-0" not in port_names(), what="tunnel removed", box=box)
     assert os.path.exists(box.run)
+
+
+def test_localnet_patch_ports(sandbox_factory: SandboxFactory) -> None:
+    box = sandbox_factory(northd=True)
+    ls_with_port(box)
+    box.nbctl("lsp-add", "sw0", "ln")
+    box.nbctl("lsp-set-type", "ln", "localnet")
+    box.nbctl("lsp-set-addresses", "ln", "unknown")
+    box.nbctl("lsp-set-options", "ln", "network_name=phys")
+    box.vsctl("add-br", "br-phys", "--", "set", "Bridge", "br-phys", "datapath_type=dummy")
+    box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings=phys:br-phys")
+    box.bind_vif("vif1", "p1")
+    box.start_controller("py")
+
+    def ports(br: str) -> set[str]:
+        return set(box.vsctl("list-ports", br).split())
+
+    wait_until(lambda: "patch-br-int-to-ln" in ports("br-int"), what="patch port", box=box)
+    assert "patch-ln-to-br-int" in ports("br-phys")
+    assert box.vsctl("get", "Port", "patch-br-int-to-ln",
+                     "external_ids:ovn-localnet-port").strip() == "ln"
+    assert box.vsctl("get", "Interface", "patch-br-int-to-ln",
+                     "options:peer").strip() == "patch-ln-to-br-int"
+    ofport = box.vsctl("get", "Interface", "patch-br-int-to-ln", "ofport").strip()
+    wait_until(lambda: f"actions=output:{ofport}" in box.ofctl("dump-flows", "br-int",
+                                                              "--no-stats"),
+               what="localnet output flow", box=box)
+    # Removing the mapping removes both patch ports.
+    box.vsctl("remove", "Open_vSwitch", ".", "external_ids", "ovn-bridge-mappings")
+    wait_until(lambda: "patch-br-int-to-ln" not in ports("br-int"), what="patch removed",
+               box=box)
+    assert "patch-ln-to-br-int" not in ports("br-phys")

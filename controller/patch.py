@@ -1,0 +1,159 @@
+"""Patch ports between br-int and provider bridges (OVN 23.03 patch.c).
+
+Design note
+-----------
+For every ``localnet`` port on a local datapath whose ``network_name`` is in
+``ovn-bridge-mappings`` (and every ``l2gateway`` port bound here), a pair of
+OVS patch ports ``patch-br-int-to-<lport>`` / ``patch-<lport>-to-br-int``
+links br-int and the mapped bridge; both Ports carry
+``external_ids:ovn-localnet-port`` (or ``ovn-l2gateway-port``) = lport.
+:func:`plan_patch_ports` is pure (what to create, which br-int patch ports
+are stale); :func:`patch_run` applies it in the OVS transaction.  Only the
+local datapaths' ports are looked at (through the SB index), never the whole
+Port_Binding table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import structlog
+
+from controller.indexes import SbIndexes
+from controller.knobs import RateLimiter
+from controller.local_data import LocalDatapath, opt_first
+
+log = structlog.get_logger("patch")
+_rl = RateLimiter(1.0, 5)
+PATCH_KEYS = ("ovn-localnet-port", "ovn-l2gateway-port", "ovn-l3gateway-port",
+              "ovn-logical-patch-port")
+
+
+def patch_port_name(src: str, dst: str) -> str:
+    return f"patch-{src}-to-{dst}"
+
+
+@dataclass(frozen=True)
+class PatchSpec:
+    bridge: str       # bridge the port goes on
+    name: str
+    peer: str
+    key: str          # external_ids key on the Port
+    lport: str
+
+
+@dataclass
+class PatchPlan:
+    create: list[PatchSpec]
+    stale: list[Any]      # br-int Port rows to delete (with their peers)
+
+
+def _is_patch_to(port: Any, peer: str) -> bool:
+    return any(i.type == "patch" and i.options.get("peer") == peer for i in port.interfaces)
+
+
+def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
+                     mappings: Iterable[tuple[str, str]], chassis: Any,
+                     local_dps: Mapping[Any, LocalDatapath], idx: SbIndexes,
+                     missed: set[str]) -> PatchPlan:
+    net_to_bridge: dict[str, Any] = {}
+    for net, brname in mappings:
+        br = bridges_by_name.get(brname)
+        if br is None:
+            if _rl.allow():
+                log.warning(f"Bridge '{brname}' not found for network '{net}'")
+            continue
+        net_to_bridge[net] = br
+    existing = {p.name: p for p in br_int.ports
+                if any(k in p.external_ids for k in PATCH_KEYS)}
+    create: list[PatchSpec] = []
+    for ld in local_dps.values():
+        for pb in idx.pbs_on_datapath(ld.uuid):
+            if pb.type == "l2gateway":
+                key, check_chassis = "ovn-l2gateway-port", True
+            elif pb.type == "localnet":
+                key, check_chassis = "ovn-localnet-port", False
+            else:
+                continue
+            if check_chassis:
+                ch = opt_first(pb.chassis)
+                if ch is None or chassis is None or ch.name != chassis.name:
+                    continue
+            net = pb.options.get("network_name")
+            if not net:
+                if _rl.allow():
+                    log.error(f"{pb.type} port '{pb.logical_port}' has no network name.")
+                continue
+            br_ln = net_to_bridge.get(net)
+            msg_key = f"{pb.logical_port};{net}"
+            if br_ln is None:
+                if pb.type == "l2gateway":
+                    if _rl.allow():
+                        log.error(f"bridge not found for {pb.type} port '{pb.logical_port}' "
+                                  f"with network name '{net}'")
+                elif msg_key not in missed:
+                    log.info(f"bridge not found for {pb.type} port '{pb.logical_port}' with "
+                             f"network name '{net}'; skipping")
+                    missed.add(msg_key)
+                continue
+            missed.discard(msg_key)
+            n1 = patch_port_name(br_int.name, pb.logical_port)
+            n2 = patch_port_name(pb.logical_port, br_int.name)
+            for br, name, peer in ((br_int, n1, n2), (br_ln, n2, n1)):
+                found = None
+                for p in br.ports:
+                    if _is_patch_to(p, peer):
+                        found = p
+                        break
+                if found is not None:
+                    existing.pop(found.name, None)
+                    continue
+                create.append(PatchSpec(br.name, name, peer, key, pb.logical_port))
+    return PatchPlan(create, list(existing.values()))
+
+
+class Patches:
+    def __init__(self) -> None:
+        self.missed: set[str] = set()
+
+    def run(self, ovs_txn: Any | None, ovs_tables: Mapping[str, Any], br_int: Any | None,
+            mappings: Iterable[tuple[str, str]], chassis: Any,
+            local_dps: Mapping[Any, LocalDatapath], idx: SbIndexes) -> bool:
+        if ovs_txn is None or br_int is None:
+            return False
+        bridges = {b.name: b for b in ovs_tables["Bridge"].rows.values()}
+        plan = plan_patch_ports(br_int, bridges, mappings, chassis, local_dps, idx, self.missed)
+        if not plan.create and not plan.stale:
+            return False
+        new_ports: dict[str, list[Any]] = {}
+        for spec in plan.create:
+            ovs_txn.add_comment(f"ovn-controller: creating patch port '{spec.name}' "
+                                f"from '{spec.bridge}'")
+            iface = ovs_txn.insert(ovs_tables["Interface"])
+            iface.name = spec.name
+            iface.type = "patch"
+            iface.options = {"peer": spec.peer}
+            port = ovs_txn.insert(ovs_tables["Port"])
+            port.name = spec.name
+            port.interfaces = [iface]
+            port.external_ids = {spec.key: spec.lport}
+            new_ports.setdefault(spec.bridge, []).append(port)
+        gone: set[Any] = set()
+        for port in plan.stale:
+            gone.add(port.uuid)
+            for i in port.interfaces:
+                if i.type == "patch" and i.options.get("peer"):
+                    peer_name = i.options["peer"]
+                    for b in bridges.values():
+                        for p in b.ports:
+                            if p.name == peer_name:
+                                gone.add(p.uuid)
+        for b in bridges.values():
+            adds = new_ports.get(b.name, [])
+            cur = list(b.ports)
+            keep = [p for p in cur if p.uuid not in gone]
+            if adds or len(keep) != len(cur):
+                b.verify("ports")
+                b.ports = keep + adds
+        return True
