@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
-import sys
 import time
 from collections import Counter
 
@@ -73,24 +72,32 @@ def main(argv: list[str] | None = None) -> int:
               f"{_count(sb, 'Logical_Flow')} logical flows, "
               f"{_count(sb, 'Port_Binding')} port bindings, "
               f"{_count(sb, 'Datapath_Binding')} datapaths")
-        try:
-            if ours:
-                _run_agent(sb, "py", args.timeout)
+        our_flows: int | None = None
+        if ours:
+            try:
+                our_flows = _run_agent(sb, "py", args.timeout)[1]
                 try:
                     stats = sb.appctl("controller", "loop-stats", timeout=10)
                     print("   loop-stats:\n" + "\n".join(
                         "     " + line for line in stats.rstrip().splitlines()))
                 except SandboxError as exc:
                     print(f"   (our agent did not answer loop-stats: {str(exc).splitlines()[0]})")
-                sb.stop_controller()
-                sb.ofctl("del-flows", "br-int")
-            else:
-                print("\n** NOTE: controller.daemon does not exist yet, so our agent cannot run;"
-                      "\n** showing the C ovn-controller on the same sandbox instead.")
-            _run_agent(sb, "c", args.timeout)
+            except SandboxError as exc:
+                print(f"\n!! our agent failed: {exc}")
+                rc = 1
+            sb.stop_controller()
+            sb.ofctl("del-flows", "br-int")
+        else:
+            print("\n** NOTE: controller.daemon does not exist yet, so our agent cannot run;"
+                  "\n** showing the C ovn-controller on the same sandbox instead.")
+        try:
+            c_flows = _run_agent(sb, "c", args.timeout)[1]
             print("   (reference: the C agent on the same topology)")
+            if our_flows is not None:
+                verdict = "same count" if our_flows == c_flows else "counts differ"
+                print(f"\n== flows on br-int: ours {our_flows}, C {c_flows} ({verdict})")
         except SandboxError as exc:
-            print(f"\n!! {exc}", file=sys.stderr)
+            print(f"\n!! the C agent failed: {exc}")
             rc = 1
         if args.keep:
             print(f"   run directory kept: {sb.run}")
