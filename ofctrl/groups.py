@@ -203,6 +203,21 @@ class GroupSpec:
         return ",".join(parts)
 
 
+def hash_fields(items: Sequence[tuple[str, int | None]]) -> bytes:
+    """Encoded `fields(...)` of a hash selection method: one OXM entry per
+    field whose value is the mask applied before hashing (None: all ones)."""
+    from ofctrl.fields import field
+    from ofctrl.ofpacts.base import oxm_header
+
+    out = b""
+    for name, mask in items:
+        f = field(name)
+        n_bytes = (f.n_bits + 7) // 8
+        value = (1 << f.n_bits) - 1 if mask is None else mask
+        out += oxm_header(f) + value.to_bytes(n_bytes, "big")
+    return out
+
+
 class GroupTable(ExtendTable):
     def assign_group(self, spec: GroupSpec, owner: Hashable, name: str | None = None) -> int | None:
         """Id of the group `spec` (named by its text unless `name` given)."""

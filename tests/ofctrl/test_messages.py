@@ -147,3 +147,14 @@ def test_ofp_print_accepts_every_message_kind() -> None:
     for name, (msg, expect) in cases.items():
         text = ofp_print(msg)
         assert expect in text, (name, text)
+
+
+@pytest.mark.skipif(not HAVE_OFCTL, reason="ovs-ofctl not installed")
+def test_group_hash_fields_print() -> None:
+    from ofctrl.groups import hash_fields
+
+    out2 = struct.pack("!HHIH6x", 0, 16, 2, 0xFFFF)
+    f = hash_fields([("ip_src", None), ("ip_dst", 0xFFFFFF00), ("tcp_src", None)])
+    msg = m.group_mod(16, m.OFPGC15_ADD, m.OFPGT_SELECT, 7, [m.GroupBucket(0, out2, 100)],
+                      selection_method="hash", fields=f)
+    assert "selection_method=hash,fields(ip_src,ip_dst=255.255.255.0,tcp_src),bucket=bucket_id:0" in ofp_print(msg)
