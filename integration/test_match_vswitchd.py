@@ -33,6 +33,7 @@ REF = Path("/work/shared/reference-data")
 OFP_VERSION = 6
 OFPT_HELLO, OFPT_ERROR, OFPT_ECHO_REQUEST, OFPT_ECHO_REPLY = 0, 1, 2, 3
 OFPT_FLOW_MOD, OFPT_BARRIER_REQUEST, OFPT_BARRIER_REPLY = 14, 20, 21
+OFPT_MULTIPART_REQUEST, OFPT_MULTIPART_REPLY, OFPMP_FLOW_DESC = 18, 19, 1
 
 EDGE_CASES = [
     "vlan_tci=0x0000/0x1000", "dl_vlan=0", "dl_vlan=5,dl_vlan_pcp=3",
@@ -398,6 +399,37 @@ def _dump(vswitchd: _Daemons) -> dict[int, str]:
     return printed
 
 
+def _flow_desc_matches(mgmt: Path) -> dict[int, bytes]:
+    """Raw ofp_match bytes (padding included) of every flow, by cookie, as
+    OVS itself encodes them in an OF1.5 OFPMP_FLOW_DESC reply."""
+    request = (OFPMP_FLOW_DESC.to_bytes(2, "big") + bytes(6)
+               + b"\xff" + bytes(3) + (0xFFFFFFFF).to_bytes(4, "big") * 2 + bytes(4)
+               + bytes(16) + b"\x00\x01\x00\x04" + bytes(4))
+    out: dict[int, bytes] = {}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(mgmt))
+        sock.sendall(_msg(OFPT_HELLO, 1, b"\x00\x01\x00\x08" + (1 << OFP_VERSION).to_bytes(4, "big")))
+        assert _recv(sock)[0] == OFPT_HELLO
+        sock.sendall(_msg(OFPT_MULTIPART_REQUEST, 7, request))
+        while True:
+            mtype, xid, body = _recv(sock)
+            if mtype == OFPT_ECHO_REQUEST:
+                sock.sendall(_msg(OFPT_ECHO_REPLY, xid, body))
+                continue
+            assert mtype == OFPT_MULTIPART_REPLY and xid == 7, (mtype, body[:16].hex())
+            more = int.from_bytes(body[2:4], "big") & 1
+            ofs = 8
+            while ofs < len(body):
+                length = int.from_bytes(body[ofs:ofs + 2], "big")
+                cookie = int.from_bytes(body[ofs + 16:ofs + 24], "big")
+                mlen = int.from_bytes(body[ofs + 26:ofs + 28], "big")
+                out[cookie] = body[ofs + 24:ofs + 24 + ((mlen + 7) & ~7)]
+                ofs += length
+            if not more:
+                return out
+
+
 def test_vswitchd_prints_our_matches(vswitchd: _Daemons) -> None:
     matches = _sample()
     assert len(matches) > 500
@@ -410,6 +442,13 @@ def test_vswitchd_prints_our_matches(vswitchd: _Daemons) -> None:
                   if printed.get(i + 1) != m.to_string()]
     assert mismatches == []
     assert [m.to_string() for m in matches if m.prereq_errors()] == []
+    # OVS's own OF1.5 encoding of each installed match (flow stats reply) is
+    # byte-identical to ours, and decodes to the same Match.
+    wire = _flow_desc_matches(mgmt)
+    differ = [(m.to_string(), wire.get(i + 1, b"").hex(), m.encode().hex())
+              for i, m in enumerate(matches) if wire.get(i + 1) != m.encode()]
+    assert differ == []
+    assert all(Match.decode(wire[i + 1]) == m for i, m in enumerate(matches))
 
 
 def test_vswitchd_prints_random_matches(vswitchd: _Daemons) -> None:
@@ -429,6 +468,10 @@ def test_vswitchd_prints_random_matches(vswitchd: _Daemons) -> None:
     mismatches = [(m.to_string(), printed.get(base + i + 1)) for i, m in enumerate(matches)
                   if printed.get(base + i + 1) != m.to_string()]
     assert mismatches == []
+    wire = _flow_desc_matches(vswitchd.run / "br0.mgmt")
+    differ = [(m.to_string(), wire.get(base + i + 1, b"").hex(), m.encode().hex())
+              for i, m in enumerate(matches) if wire.get(base + i + 1) != m.encode()]
+    assert differ == []
 
 
 def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: _Daemons) -> None:

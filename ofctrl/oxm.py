@@ -120,7 +120,8 @@ _TUN_METADATA_WIDTH = 4        # bytes: OVN maps its Geneve option to 4 bytes
 # VLAN as vlan_tci (sent as vlan_vid/vlan_pcp), in_port as a 16-bit OVS port
 # (sent as a 32-bit OF1.1+ port), DSCP as nw_tos (sent as ip_dscp).
 
-_K_PLAIN, _K_REG, _K_VLAN, _K_IN_PORT, _K_TOS, _K_CT_STATE, _K_TUN_MD = range(7)
+_K_PLAIN, _K_REG, _K_VLAN, _K_IN_PORT, _K_TOS, _K_NARROW, _K_TUN_MD = range(7)
+_NARROW_MASK = {"ct_state": 0xFF, "tun_flags": 0x1}
 _ENC: dict[str, tuple[int, bytes, bytes, int]] = {}
 
 
@@ -137,8 +138,8 @@ def _build_encoders() -> None:
             kind = _K_IN_PORT
         elif name == "nw_tos":
             kind = _K_TOS
-        elif name == "ct_state":
-            kind = _K_CT_STATE
+        elif name in _NARROW_MASK:
+            kind = _K_NARROW
         elif f.variable:
             _ENC[name] = (_K_TUN_MD, b"", b"", 0)
             continue
@@ -155,7 +156,6 @@ _VLAN_VID_HDR = header_bytes(FIELDS["vlan_vid"], False)
 _VLAN_VID_HDR_W = header_bytes(FIELDS["vlan_vid"], True)
 _VLAN_PCP_HDR = header_bytes(FIELDS["vlan_pcp"], False)
 _DSCP_HDR = header_bytes(FIELDS["ip_dscp"], False)
-_CT_STATE_HDR_W = header_bytes(FIELDS["ct_state"], True)
 
 
 def _flush_xregs(out: list[bytes], regs: dict[int, tuple[int, int | None]]) -> None:
@@ -209,9 +209,12 @@ def encode_match_items(items: Iterable[tuple[str, int, int | None]]) -> bytes:
                 out.append(_VLAN_PCP_HDR + bytes((value >> 13,)))
         elif kind == _K_TOS:
             out.append(_DSCP_HDR + bytes(((value & 0xFC) >> 2,)))
-        elif kind == _K_CT_STATE:
-            m = 0xFF if mask is None else mask
-            out.append(_CT_STATE_HDR_W + value.to_bytes(4, "big") + m.to_bytes(4, "big"))
+        elif kind == _K_NARROW:
+            # OVS keeps fewer bits than the OXM carries, so even an exact
+            # match goes out masked with just those bits.
+            width = spec[3]
+            m = _NARROW_MASK[name] if mask is None else mask
+            out.append(spec[2] + value.to_bytes(width, "big") + m.to_bytes(width, "big"))
         else:  # tunnel metadata: width of OVN's TLV mapping
             f = FIELDS[name]
             width = max(_TUN_METADATA_WIDTH, (max(value, mask or 0).bit_length() + 7) // 8)
