@@ -31,7 +31,7 @@ from ofctrl.ofpacts.base import (
 from ofctrl.ofpacts.basic import (
     Bundle, CheckPktLarger, Conjunction, CtClear, DecTtl, Exit, FinTimeout,
     Group, Meter, Move, Note, Output, OutputReg, PopVlan, PushVlan, Resubmit,
-    Sample, SetField, SetQueue, StackPop, StackPush, StripVlan,
+    Sample, SetField, SetNwTtl, SetQueue, StackPop, StackPush, StripVlan,
 )
 from ofctrl.ofpacts.controller import Controller
 from ofctrl.ofpacts.ct import (
@@ -49,7 +49,7 @@ from ofctrl.ofpacts.parse import ParseError, parse_actions
 __all__ = [
     "Action", "DecodeError", "ParseError",
     "Output", "OutputReg", "Resubmit", "SetField", "Move", "StackPush",
-    "StackPop", "Group", "Meter", "DecTtl", "SetQueue", "PushVlan", "PopVlan",
+    "StackPop", "Group", "Meter", "DecTtl", "SetNwTtl", "SetQueue", "PushVlan", "PopVlan",
     "StripVlan", "Note", "Exit", "CtClear", "Conjunction", "Sample",
     "CheckPktLarger", "FinTimeout", "Bundle", "Controller", "Ct", "Nat",
     "Clone", "Learn", "LearnMatchField", "LearnMatchImm", "LearnLoadImm",

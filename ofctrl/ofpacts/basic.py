@@ -1,5 +1,5 @@
 """Simple OpenFlow actions: output, resubmit, set_field, move, stack,
-group, meter, dec_ttl, queue, VLAN, note, exit, conjunction, sample,
+group, meter, dec_ttl, mod_nw_ttl, queue, VLAN, note, exit, conjunction, sample,
 check_pkt_larger, fin_timeout, ct_clear, bundle.
 
 Every class encodes to the OpenFlow 1.5 form OVS 3.1 itself emits and
@@ -20,7 +20,7 @@ from ofctrl.ofpacts.base import (
 
 __all__ = [
     "Output", "OutputReg", "Resubmit", "SetField", "Move", "StackPush",
-    "StackPop", "Group", "Meter", "DecTtl", "SetQueue", "PushVlan", "PopVlan",
+    "StackPop", "Group", "Meter", "DecTtl", "SetNwTtl", "SetQueue", "PushVlan", "PopVlan",
     "StripVlan", "Note", "Exit", "Conjunction", "Sample", "CheckPktLarger",
     "FinTimeout", "CtClear", "Bundle", "BUNDLE_FIELDS", "BUNDLE_ALGORITHMS",
 ]
@@ -50,6 +50,7 @@ OFPAT_OUTPUT = 0
 OFPAT_PUSH_VLAN = 17
 OFPAT_POP_VLAN = 18
 OFPAT_SET_QUEUE = 21
+OFPAT_SET_NW_TTL = 23
 OFPAT_GROUP = 22
 OFPAT_DEC_NW_TTL = 24
 OFPAT_SET_FIELD = 25
@@ -281,6 +282,20 @@ class DecTtl(Action):
         if self.cnt_ids is None:
             return "dec_ttl"
         return "dec_ttl(%s)" % ",".join(str(i) for i in self.cnt_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class SetNwTtl(Action):
+    """``mod_nw_ttl:N`` (OFPAT_SET_NW_TTL): set the IPv4 TTL / IPv6 hop
+    limit to ``ttl`` (0..255); OVN uses it in PMTUD replies."""
+
+    ttl: int
+
+    def _encode(self) -> bytes:
+        return struct.pack("!HHB3x", OFPAT_SET_NW_TTL, 8, self.ttl)
+
+    def format(self) -> str:
+        return "mod_nw_ttl:%d" % self.ttl
 
 
 @dataclass(frozen=True, slots=True)

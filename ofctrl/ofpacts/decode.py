@@ -108,6 +108,8 @@ def _decode_one(a: memoryview, atype: int, alen: int) -> Action:
         return B.SetQueue(struct.unpack_from("!I", a, 4)[0])
     if atype == B.OFPAT_DEC_NW_TTL:
         return B.DecTtl(None)
+    if atype == B.OFPAT_SET_NW_TTL:
+        return B.SetNwTtl(a[4])
     if atype == B.OFPAT_PUSH_VLAN:
         return B.PushVlan(struct.unpack_from("!H", a, 4)[0])
     if atype == B.OFPAT_POP_VLAN:

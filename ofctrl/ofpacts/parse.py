@@ -150,6 +150,11 @@ def _dispatch(key: str, item: str, rest: str, arg: str,
             return B.DecTtl(None)
         inner = _inner(item, key)
         return B.DecTtl(tuple(int(x) for x in inner.split(",") if x))
+    if key == "mod_nw_ttl":
+        ttl = _int(arg)
+        if not 0 <= ttl <= 255:
+            raise ParseError("mod_nw_ttl out of range in %r" % item)
+        return B.SetNwTtl(ttl)
     if key == "push_vlan":
         return B.PushVlan(_int(arg))
     if key in ("pop_vlan", "strip_vlan"):

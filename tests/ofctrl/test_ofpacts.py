@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from ofctrl.ofpacts import (
     Clone, Conjunction, Controller, Ct, CtClear, DecodeError, DecTtl, Exit,
     FinTimeout, Group, Learn, LearnLoadField, LearnLoadImm, LearnMatchField,
     LearnMatchImm, LearnOutput, Meter, Move, Nat, Note, Output, OutputReg,
-    ParseError, PopVlan, PushVlan, Resubmit, Sample, SetField, SetQueue,
+    ParseError, PopVlan, PushVlan, Resubmit, Sample, SetField, SetNwTtl, SetQueue,
     StackPop, StackPush, decode_actions, decode_instructions, encode_actions,
     encode_instructions, format_actions, parse_actions,
 )
@@ -83,6 +85,8 @@ CASES: list[tuple[Action, str]] = [
     (DecTtl(), "dec_ttl()"),
     (DecTtl(None), "dec_ttl"),
     (DecTtl((1, 2, 3)), "dec_ttl(1,2,3)"),
+    (SetNwTtl(255), "mod_nw_ttl:255"),
+    (SetNwTtl(0), "mod_nw_ttl:0"),
     (SetQueue(61440), "set_queue:61440"),
     (PushVlan(), "push_vlan:0x8100"),
     (PopVlan(), "pop_vlan"),
@@ -298,3 +302,33 @@ def test_set_field_full_mask_is_exact() -> None:
     # ip_dscp is 6 bits in one byte: 0x3f is a real mask, as in OVS.
     assert SetField("ip_dscp", 5, 0x3F).mask == 0x3F
     assert SetField("tun_metadata0", 5, 0xFFFFFFFF).mask is None
+
+
+def test_set_nw_ttl_wire_and_ovs_print() -> None:
+    """mod_nw_ttl is the plain OpenFlow OFPAT_SET_NW_TTL (type 23, 8 bytes);
+    OVS's own decoder prints our encoding as format() (inside the nested
+    action list of an OVN PMTUD controller action, as ovn-controller uses it)."""
+    from ofctrl.match import Match
+
+    assert SetNwTtl(64).encode() == bytes.fromhex("0017000840000000")
+    assert decode_actions(bytes.fromhex("00170008ff000000")) == [SetNwTtl(255)]
+    with pytest.raises(ParseError):
+        parse_actions("mod_nw_ttl:256")
+    if shutil.which("ovs-ofctl") is None:
+        pytest.fail("ovs-ofctl (OVS 3.1) is required")
+    acts = [SetNwTtl(255), Resubmit(8)]
+    ud = bytes.fromhex("0000000a00000000") + encode_actions([SetField("reg15", 1)] + acts)
+    text = ("mod_nw_ttl:64,controller(userdata=%s,pause)"
+            % ".".join("%02x" % b for b in ud))
+    flow_acts = [SetNwTtl(64), Controller(ud, pause=True)]
+    assert format_actions(flow_acts) == text
+    body = struct.pack("!QQBBHHHIIIHH", 0, 0, 0, 0, 0, 0, 100,
+                       0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
+    body += Match.parse("ip").encode() + encode_instructions(flow_acts)
+    msg = struct.pack("!BBHI", 6, 14, 8 + len(body), 1) + body
+    out = subprocess.run(["ovs-ofctl", "ofp-print", msg.hex()], capture_output=True,
+                         text=True, timeout=30).stdout
+    line = [ln for ln in out.splitlines() if "actions=" in ln]
+    assert len(line) == 1, out
+    assert line[0].split("actions=", 1)[1].strip() == text
+    assert decode_actions(ud[8:]) == [SetField("reg15", 1)] + acts
