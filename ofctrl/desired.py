@@ -38,11 +38,16 @@ RANK_CONJ = 2
 Owner = Hashable
 
 
+from ofctrl.ofpacts import Conjunction as _Conjunction
+
+
 def flow_rank(actions: tuple[Any, ...]) -> int:
+    """Preference class of a flow's actions (lower is preferred)."""
     if not actions:
         return RANK_DROP
+    conj = _Conjunction
     for a in actions:
-        if is_conjunction(a):
+        if type(a) is conj or is_conjunction(a):
             return RANK_CONJ
     return RANK_ALLOW
 
@@ -67,7 +72,7 @@ class DesiredFlow:
 
     def __init__(self, flow: Flow) -> None:
         self.flow = flow
-        self.owners: list[Owner] = []
+        self.owners: tuple[Owner, ...] = ()  # a tuple: usually one owner, no GC tracking
         self.installed: Any = None  # InstalledFlow | None
         self.rank = flow_rank(flow.actions)
         self.deleted = False
@@ -159,7 +164,7 @@ class DesiredFlowTable:
     def _link_owner(self, d: DesiredFlow, owner: Owner) -> None:
         if owner in d.owners:
             return
-        d.owners.append(owner)
+        d.owners += (owner,)
         flows = self.by_owner.get(owner)
         if flows is None:
             self.by_owner[owner] = {d: None}
@@ -194,16 +199,34 @@ class DesiredFlowTable:
         owner makes this a duplicate, which is dropped (returns None).
         `as_info` records the address-set IP the flow was made for (see
         `remove_for_as_ip`)."""
-        if self.lookup(flow, lambda c: owner in c.owners) is not None:
-            if log_duplicate:
-                log.debug("dropping duplicate flow", flow=flow)
-            return None
+        # Hot path: the index, owner and tracking updates are inlined.
+        h = flow.key_hash
+        by_key = self.by_key
+        cur = by_key.get(h)
+        if cur is not None:
+            for c in ((cur,) if type(cur) is DesiredFlow else cur):  # type: ignore[union-attr]
+                if owner in c.owners and c.flow.same_key(flow):
+                    if log_duplicate:
+                        log.debug("dropping duplicate flow", flow=flow)
+                    return None
         d = DesiredFlow(flow)
-        self._insert(d)
-        self._link_owner(d, owner)
+        if cur is None:
+            by_key[h] = d
+        elif type(cur) is DesiredFlow:
+            by_key[h] = [cur, d]
+        else:
+            cur.append(d)  # type: ignore[union-attr]
+        self.n_flows += 1
+        d.owners = (owner,)
+        owned = self.by_owner.get(owner)
+        if owned is None:
+            self.by_owner[owner] = {d: None}
+        else:
+            owned[d] = None
         if as_info is not None:
             self._as_link(d, owner, as_info)
-        self._track_add_or_modify(d)
+        if self.change_tracked:
+            self.tracked[d] = None
         return d
 
     def add_or_append(self, flow: Flow, owner: Owner, as_info: AddrSetInfo | None = None) -> DesiredFlow:
@@ -265,9 +288,9 @@ class DesiredFlowTable:
         owned = self.by_owner.get(owner)
         for d in flows:
             d.as_refs = None
-            if d.owners != [owner]:  # pragma: no cover - shared flows are untracked
+            if d.owners != (owner,):  # pragma: no cover - shared flows are untracked
                 continue
-            d.owners = []
+            d.owners = ()
             if owned is not None:
                 owned.pop(d, None)
             self._unindex(d)
@@ -301,7 +324,7 @@ class DesiredFlowTable:
         shared: list[DesiredFlow] = []
         for d in flows:
             d.as_refs = None
-            d.owners.remove(owner)
+            d.owners = tuple(o for o in d.owners if o != owner)
             if not d.owners:
                 self._unindex(d)
                 self._track_or_forget_deleted(d)
@@ -321,7 +344,7 @@ class DesiredFlowTable:
                 if o not in flood:
                     flood.add(o)
                     self._remove_owner(o, flood)
-            d.owners = []
+            d.owners = ()
             self._unindex(d)
             self._track_or_forget_deleted(d)
 

@@ -95,7 +95,7 @@ def test_remove_keeps_shared_flow_of_other_owner() -> None:
     assert [a.format() for a in df.flow.actions] == ["conjunction(1,1/2)", "conjunction(2,2/2)"]
     assert df.flow.key_hash == Flow(10, 1, OxmMatch(reg0=1)).key_hash
     d.remove("a")
-    assert len(d) == 1 and df.owners == ["b"]
+    assert len(d) == 1 and df.owners == ("b",)
     d.remove("b")
     assert len(d) == 0
 
@@ -110,7 +110,7 @@ def test_flood_remove_is_transitive() -> None:
     d.add(fl(3), "c")
     d.add(fl(4), "z")
     assert d.flood_remove({"a"}) == {"a", "b", "c"}
-    assert [x.owners for x in d] == [["z"]]
+    assert [x.owners for x in d] == [("z",)]
     assert set(d.by_owner) == {"z"}
 
 
