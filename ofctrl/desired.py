@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable, Iterable, Iterator, Protocol
 import structlog
 
 from ofctrl.flow import Flow, is_conjunction
+from ofctrl.ofpacts import Conjunction as _Conjunction
 
 log = structlog.get_logger("ofctrl.desired")
 
@@ -37,8 +38,6 @@ RANK_CONJ = 2
 
 Owner = Hashable
 
-
-from ofctrl.ofpacts import Conjunction as _Conjunction
 
 
 def flow_rank(actions: tuple[Any, ...]) -> int:
