@@ -474,6 +474,30 @@ def test_vswitchd_prints_random_matches(vswitchd: _Daemons) -> None:
     assert differ == []
 
 
+def test_vswitchd_tunnel_metadata(vswitchd: _Daemons) -> None:
+    """tun_metadata0 mapped to a 4-byte Geneve option, as OVN maps it."""
+    mgmt = f"unix:{vswitchd.run / 'br0.mgmt'}"
+    vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "add-tlv-map", mgmt,
+                "{class=0x102,type=0x80,len=4}->tun_metadata0")
+    matches = [Match([("tun_metadata0", 0x12345, None)]),
+               Match([("tun_metadata0", 0x5, 0xFF), ("reg14", 1, None)]),
+               Match([("tun_metadata0", 0x500, 0xFF00), ("reg14", 2, None)]),
+               Match([("tun_metadata0", 0x5, 0xFFFF), ("reg14", 3, None)]),
+               Match([("tun_metadata0", 0x12345670, 0xFFFFFFF0)]),
+               Match([("tun_metadata0", 0x80000000, 0x80000000), ("metadata", 3, None)])]
+    base = 1 << 48
+    assert _install(vswitchd.run / "br0.mgmt", matches, base, priority=300) == {}
+    printed = {}
+    dump = vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "--no-stats", "dump-flows", mgmt)
+    for line in dump.splitlines():
+        m = re.match(r"\s*cookie=0x([0-9a-f]+), priority=300,(\S*) actions=", line)
+        if m:
+            printed[int(m.group(1), 16) - base] = m.group(2)
+    assert printed == {i + 1: m.to_string() for i, m in enumerate(matches)}
+    wire = _flow_desc_matches(vswitchd.run / "br0.mgmt")
+    assert [wire[base + i + 1] for i in range(len(matches))] == [m.encode() for m in matches]
+
+
 def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: _Daemons) -> None:
     matches = [Match(items) for items in INVALID]
     assert all(m.prereq_errors() for m in matches)

@@ -562,6 +562,12 @@ def _format_match(items: tuple[Item, ...], port_names: dict[int, str] | None) ->
         out.append("tun_flags=" + _flags(((1, "oam"),), vm[0], 1, 0xF))
     for name, v, m in items:
         if name in _TUN_MD_NAMES:
+            # OVS sizes a tunnel-metadata match to the bytes its value and
+            # mask need, and omits a mask that is all ones over that size.
+            if m is not None:
+                n_bytes = (max(v.bit_length(), m.bit_length()) + 7) // 8
+                if m == (1 << (8 * n_bytes)) - 1:
+                    m = None
             out.append("%s=%s" % (name, _hx(v)) if m is None
                        else "%s=%s/%s" % (name, _hx(v), _hx(m)))
     _u32m(out, "metadata", d.get("metadata"))

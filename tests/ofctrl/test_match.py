@@ -349,3 +349,15 @@ def test_field_bits_only_masks() -> None:
     assert Match.decode(flags.encode()) == flags
     assert Match([("ct_state", 0x22, 0xFF)]).get("ct_state") == (0x22, None)
     assert Match([("eth_type", 0x800, None), ("ip_frag", 1, 3)]).get("ip_frag") == (1, None)
+
+
+def test_tunnel_metadata_format() -> None:
+    # OVS omits a mask that is all ones over the bytes value and mask need.
+    assert Match([("tun_metadata0", 5, 0xFF)]).to_string() == "tun_metadata0=0x5"
+    assert Match([("tun_metadata0", 5, 0xFFFF)]).to_string() == "tun_metadata0=0x5"
+    assert Match([("tun_metadata0", 0x500, 0xFF00)]).to_string() == \
+        "tun_metadata0=0x500/0xff00"
+    assert Match([("tun_metadata0", 5, None)]).to_string() == "tun_metadata0=0x5"
+    assert Match([("tun_metadata0", 5, 0xFF)]) != Match([("tun_metadata0", 5, None)])
+    assert Match([("tun_metadata0", 5, 0xFF)]).encode().hex() == \
+        "000100100001510800000005000000ff"
