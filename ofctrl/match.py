@@ -17,8 +17,14 @@ parts, ``dl_vlan``/``vlan_vid``/``vlan_pcp``/``dl_vlan_pcp`` become
 
 ``to_string()`` prints what OVS 3.1 ``match_format()`` prints (as in
 ``ovs-ofctl dump-flows``), ``parse()`` reads that text back, ``encode()``
-produces the OF1.5 ``ofp_match`` OVS would send for it and ``decode()``
-reads an ``ofp_match``.
+produces the OF1.5 ``ofp_match`` OVS would send for it (byte for byte, as
+checked against ovs-vswitchd's own flow-stats encoding) and ``decode()``
+reads an ``ofp_match``.  ``prereq_errors()`` names fields whose OVS
+prerequisites are unmet (OVS would answer OFPBMC_BAD_PREREQ).
+
+Like OVS's, the text form is not injective in a few corners (``nw_frag=no``
+is printed for two masks; tunnel-metadata masks that are all ones over the
+bytes the value needs are omitted), so compare Match objects, not text.
 """
 
 from __future__ import annotations

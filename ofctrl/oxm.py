@@ -5,6 +5,9 @@ followed, for the experimenter class 0xffff, by a 32-bit experimenter id, then
 the value and (when hasmask) the mask, each ``n_bytes`` long.  ``length``
 counts everything after the 32-bit header.  Headers are precomputed per
 (field, masked, width) and cached: this code runs for every flow.
+
+``encode_match_items()`` turns ``ofctrl.match.Match`` items into the TLV
+sequence OVS's own encoder (nx_put_raw) produces for OpenFlow 1.5.
 """
 
 from __future__ import annotations
