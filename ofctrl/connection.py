@@ -8,7 +8,8 @@ or a factory returning a connected socket, used by tests).
 
 * On connect we send HELLO (version bitmap: OF1.5 only) and wait for the
   peer's HELLO; the connection counts as up (and `seqno` increments) only
-  once a HELLO that allows OF1.5 arrives.
+  once a HELLO that allows OF1.5 arrives.  A FEATURES_REQUEST follows; its
+  reply sets `datapath_id`.
 * Received messages are framed from a byte buffer and queued; `recv()`
   pops one.  ECHO_REQUESTs are answered here; an ECHO_REPLY or any other
   message counts as activity for the probe logic (when enabled, `PROBE`
@@ -41,6 +42,30 @@ Target = str | Callable[[], socket.socket]
 _RECV_CHUNK = 1 << 20
 _SEND_CHUNK = 4 << 20
 _MAX_RECV_PER_RUN = 16 << 20
+
+
+class RateLimit:
+    """At most `burst` events per `interval_ms` (then counted as suppressed)."""
+
+    __slots__ = ("burst", "interval_ms", "_window_start", "_n", "suppressed")
+
+    def __init__(self, burst: int = 5, interval_ms: int = 5000) -> None:
+        self.burst = burst
+        self.interval_ms = interval_ms
+        self._window_start = 0
+        self._n = 0
+        self.suppressed = 0
+
+    def allow(self) -> bool:
+        now = ovs.timeval.msec()
+        if now - self._window_start >= self.interval_ms:
+            self._window_start = now
+            self._n = 0
+        self._n += 1
+        if self._n <= self.burst:
+            return True
+        self.suppressed += 1
+        return False
 
 
 def mgmt_target(bridge: str, rundir: str | None = None) -> str:
@@ -101,11 +126,13 @@ class Connection:
         self.sock: socket.socket | None = None
         self.seqno = 0  # increments on every established (hello'd) connection
         self.version: int | None = None  # negotiated version, None while down
+        self.datapath_id: int | None = None  # from the FEATURES_REPLY of this connection
         self._rx = bytearray()
         self._inbox: deque[bytes] = deque()
         self._tx: deque[bytes] = deque()
         self._tx_bytes = 0
         self._xid = 0
+        self._features_xid = -1
         self.n_sent = 0
         self.n_received = 0
 
@@ -330,13 +357,19 @@ class Connection:
                 return
             self.version = m.OFP15_VERSION
             self.seqno += 1
+            self.datapath_id = None
             log.info("connected", target=self.name)
+            self._features_xid = self.next_xid()
+            self._queue(m.features_request(self._features_xid))
             return
         self.n_received += 1
         if mtype == m.OFPT_ECHO_REQUEST:
             self.send(m.echo_reply_for(msg))
             return
         if mtype == m.OFPT_ECHO_REPLY:
+            return
+        if mtype == m.OFPT_FEATURES_REPLY and m.HEADER.unpack_from(msg)[3] == self._features_xid:
+            self.datapath_id = m.decode_features_reply(msg)
             return
         self._inbox.append(msg)
 

@@ -18,9 +18,11 @@ from typing import Callable, Mapping, Sequence
 import structlog
 
 from ofctrl import messages as m
+from ofctrl.connection import RateLimit
 from ofctrl.groups import ExtendInfo, ExtendTable
 
 log = structlog.get_logger("ofctrl.meters")
+_rl = RateLimit(5, 1000)
 
 STRING_PREFIX = "__string: "
 _STRING_SPEC_OFFSET = 52  # len("__string: uuid ") + 36 + 1
@@ -118,13 +120,15 @@ class MeterTable(ExtendTable):
                     try:
                         flags, bands = parse_meter_spec(e.name[_STRING_SPEC_OFFSET:])
                     except ValueError as exc:
-                        log.error("new meter", error=str(exc), meter=e.name)
+                        if _rl.allow():
+                            log.error("new meter", error=str(exc), meter=e.name)
                         continue
                     out.append(m.meter_mod(next_xid(), m.OFPMC_ADD, e.table_id, flags, bands))
                 else:
                     cfg = sb_meters.get(e.name)
                     if cfg is None:
-                        log.error("could not find meter", name=e.name)
+                        if _rl.allow():
+                            log.error("could not find meter", name=e.name)
                         continue
                     self.installed_bands[e.name] = _bands_key(cfg)
                     out.append(meter_mod_for_config(next_xid(), m.OFPMC_ADD, e.table_id, cfg))

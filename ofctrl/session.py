@@ -35,7 +35,7 @@ import ovs.timeval
 import structlog
 
 from ofctrl import messages as m
-from ofctrl.connection import Connection, Target
+from ofctrl.connection import Connection, RateLimit, Target
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.groups import GroupTable
@@ -112,6 +112,7 @@ class OfctrlSession:
         self.rejected_flows: dict[int, Flow] = {}
         self.rejected_groups: set[str] = set()
         self.errors: list[tuple[str, str]] = []  # (error name, offending text), most recent last
+        self._error_rl = RateLimit(30, 300_000)
         self.n_puts = 0
 
     # ------------------------------------------------------------ info
@@ -329,7 +330,9 @@ class OfctrlSession:
             self.rejected_flows[what.key_hash] = what
         elif isinstance(what, tuple) and what[0] == "group":
             self.rejected_groups.add(what[1])
-        if name.startswith("OFPBFC_"):  # bundle failed: a summary of the above
+        if not self._error_rl.allow():
+            pass
+        elif name.startswith("OFPBFC_"):  # bundle failed: a summary of the above
             log.info("OpenFlow error", error=name)
         else:
             log.warning("OpenFlow error", error=name, offending=text or None, xid=xid)

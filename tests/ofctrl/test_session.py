@@ -101,6 +101,7 @@ def test_initial_install_is_one_atomic_bundle(env: Env) -> None:
     assert env.sw.received.count(1000 + m.OFPT_FLOW_MOD) == 102  # 101 adds + delete all
     assert env.sw.received.count(1000 + m.OFPT_GROUP_MOD) == 1
     assert env.sw.n_commits == 1
+    assert env.sess.conn.datapath_id == 0xABC
 
 
 def test_tracked_changes_send_only_the_delta(env: Env) -> None:
