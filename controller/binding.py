@@ -85,7 +85,12 @@ def can_bind_here(chassis: Any, pb: Any) -> CanBind:
 
 
 def iface_ofport(iface: Any) -> int:
-    v = opt_first(iface.ofport)
+    """OpenFlow port of an Interface; 0 while unknown (also for rows this
+    iteration's transaction just inserted, which have no ofport yet)."""
+    try:
+        v = opt_first(iface.ofport)
+    except AttributeError:
+        return 0
     return int(v) if v is not None else 0
 
 

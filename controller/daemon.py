@@ -40,7 +40,7 @@ from controller.engine import State
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentNodes, AgentState
 from controller.if_status import IfStatusMgr
-from controller.knobs import Knobs, chassis_name as resolve_chassis_name
+from controller.knobs import Knobs, RateLimiter, chassis_name as resolve_chassis_name
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
 from controller.patch import Patches
@@ -54,6 +54,9 @@ from ofctrl.session import OfctrlSession
 log = structlog.get_logger("main")
 
 SIGNALS_READY = True
+# ovn_get_internal_version() of 23.03.1: package-SB schema-N_OVNACTS.minor.
+INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
+_rl_version = RateLimiter(1.0, 1)
 
 
 def _ovs_rundir() -> str:
@@ -111,6 +114,7 @@ class Daemon:
         self.unixctl = None
         self._wake = False
         self._sb_loaded = False
+        self._version_mismatch = False
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -238,6 +242,27 @@ class Daemon:
                                             bool(knobs["ovn-monitor-all"]))
         self.expected_cond_seqno = self.sb.set_conditions(conds)
 
+    def _northd_version_ok(self, knobs: Knobs, sb: dbmod.IdlLoop) -> bool:
+        """``ovn-match-northd-version``: stop processing while versions differ."""
+        if not knobs["ovn-match-northd-version"]:
+            self._version_mismatch = False
+            return True
+        sbg = sb.first("SB_Global")
+        if sbg is None:
+            self._version_mismatch = True
+            return False
+        theirs = sbg.options.get("northd_internal_version", "")
+        if theirs != INTERNAL_VERSION:
+            if _rl_version.allow():
+                log.warning(f"controller version - {INTERNAL_VERSION} mismatch with northd "
+                            f"version - {theirs}")
+            self._version_mismatch = True
+            return False
+        if self._version_mismatch:
+            self.engine.set_force_recompute()
+        self._version_mismatch = False
+        return True
+
     # ------------------------------------------------------------ one iteration
     def iteration(self, poller: ovs.poller.Poller) -> None:
         ls = self.loop_stats
@@ -281,7 +306,7 @@ class Daemon:
         elif self.exiting:
             self.done = True
         if sb is not None and sb.has_ever_connected and name and ovs_row is not None \
-                and not self.done:
+                and not self.done and self._northd_version_ok(knobs, sb):
             cfg = chassis_config(ovs_row, name, br_int)
             chst = chassis_run(sb.txn if not self.exiting else None, sb.idl.tables,
                                self.st.idx, cfg)
