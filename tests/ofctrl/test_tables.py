@@ -218,9 +218,12 @@ def test_recompute_compare_modifies() -> None:
         (OFPFC_ADD, (("reg0", 3),)), (OFPFC_MODIFY_STRICT, (("reg0", 1),)), (OFPFC_DELETE_STRICT, (("reg0", 2),))]
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "clear", "put"]), st.integers(0, 5),
-                          st.integers(0, 3), st.sampled_from([None, 1, 2]), st.integers(0, 1)), max_size=40))
+OPS = st.sampled_from(["add", "add", "conj", "remove", "flood", "clear", "put", "put", "untrack"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(OPS, st.integers(0, 5), st.integers(0, 3), st.sampled_from([None, 1, 2]),
+                          st.integers(0, 1)), max_size=50))
 def test_random_operations_switch_matches_preferred_desired(ops: list[tuple[str, int, int, int | None, int]]) -> None:
     """After any sequence of table operations and puts, the switch (ops
     applied) equals the installed view, and every key's installed actions are
@@ -230,20 +233,36 @@ def test_random_operations_switch_matches_preferred_desired(ops: list[tuple[str,
     for op, owner, reg, out, cookie in ops:
         if op == "add":
             d.add(fl(reg, out, cookie), owner)
+        elif op == "conj":
+            d.add_or_append(Flow(10, 100, OxmMatch(reg0=reg), (Conjunction(owner + 1, 1, 2),)), owner)
         elif op == "remove":
             d.remove(owner)
+        elif op == "flood":
+            gone = d.flood_remove({owner})
+            assert owner in gone
+            assert not any(o in gone for x in d for o in x.owners)
         elif op == "clear":
             d.clear()
+        elif op == "untrack":
+            d.untrack()
         else:
             apply_ops(sw, put(d, inst))
     apply_ops(sw, put(d, inst))
     assert sw == switch_view(inst)
     keys = {(f.table, f.priority, f.match) for f in d.flows()}
     assert set(sw) == keys
+    assert len(d) == sum(1 for _ in d)
     for key, (_cookie, acts) in sw.items():
         cands = [x for x in d if (x.flow.table, x.flow.priority, x.flow.match) == key]
         best = min(c.rank for c in cands)
         assert any(c.rank == best and c.flow.actions == acts for c in cands)
+    # Owner index and flows agree.
+    for owner, flows in d.by_owner.items():
+        for x in flows:
+            assert owner in x.owners
+    for x in d:
+        for o in x.owners:
+            assert x in d.by_owner[o]
 
 
 # ------------------------------------------------------------------ seqno
