@@ -257,9 +257,9 @@ def test_random_operations_switch_matches_preferred_desired(ops: list[tuple[str,
         best = min(c.rank for c in cands)
         assert any(c.rank == best and c.flow.actions == acts for c in cands)
     # Owner index and flows agree.
-    for owner, flows in d.by_owner.items():
+    for own, flows in d.by_owner.items():
         for x in flows:
-            assert owner in x.owners
+            assert own in x.owners
     for x in d:
         for o in x.owners:
             assert x in d.by_owner[o]
