@@ -325,3 +325,44 @@ def test_groups_and_meters_installed(vsd: Vswitchd) -> None:
         assert "meter=" not in vsd.ofctl("dump-meters", "br-int")
     finally:
         sess.close()
+
+
+def test_ct_flushes_accepted(vsd: Vswitchd) -> None:
+    from ofctrl import messages as msgs
+
+    class Zones:
+        def __init__(self) -> None:
+            self.queued, self.acked = [3, 4], []  # type: tuple[list[int], list[int]]
+            self.xid: int | None = None
+
+        def take_queued_flushes(self) -> list[int]:
+            q, self.queued = self.queued, []
+            return q
+
+        def assign_barrier(self, xid: int) -> None:
+            self.xid = xid
+
+        def barrier_acked(self, xid: int) -> None:
+            if xid == self.xid:
+                self.acked = [3, 4]
+
+        def openflow_reconnected(self) -> None:
+            pass
+
+    zones = Zones()
+    lflows, pflows = DesiredFlowTable(), DesiredFlowTable()
+    lflows.add(make_flow(1), 1)
+    sess = OfctrlSession(vsd.target, ct_zones=zones)
+    lb = [(6, msgs.ipv4_mapped(0x0A000001), 80, msgs.ipv4_mapped(0x0A000102), 8080)]
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and sess.cur_cfg != 1:
+            sess.run()
+            sess.put(lflows, pflows, 1, True, True, lb_ct_flushes=lb if sess.can_put() else ())
+            time.sleep(0.005)
+        assert sess.cur_cfg == 1
+        assert zones.acked == [3, 4]
+        assert sess.errors == [] and sess.conn.seqno == 1
+        assert vsd.dump() == expected(lflows)
+    finally:
+        sess.close()

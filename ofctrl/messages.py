@@ -108,6 +108,7 @@ NXT_TLV_TABLE_REPLY = 26
 NXT_RESUME = 28
 NXT_CT_FLUSH_ZONE = 29
 NXT_PACKET_IN2 = 30
+NXT_CT_FLUSH = 32
 NXTTMC_ADD = 0
 NXTTMC_DELETE = 1
 NXTTMC_CLEAR = 2
@@ -216,6 +217,67 @@ def decode_tlv_table_reply(msg: bytes) -> tuple[int, int, list[TlvMap]]:
 
 def ct_flush_zone(xid: int, zone: int) -> bytes:
     return nx_message(NXT_CT_FLUSH_ZONE, xid, struct.pack("!6xH", zone))
+
+
+def _prop(ptype: int, value: bytes) -> bytes:
+    n = 4 + len(value)
+    return struct.pack("!HH", ptype, n) + value + b"\0" * ((-n) % 8)
+
+
+@dataclass(frozen=True, slots=True)
+class CtTuple:
+    """One direction of a conntrack entry to flush; addresses are 128-bit
+    ints (IPv4 as ::ffff:a.b.c.d), 0 = any."""
+
+    src: int = 0
+    dst: int = 0
+    src_port: int = 0
+    dst_port: int = 0
+    icmp_id: int = 0
+    icmp_type: int = 0
+    icmp_code: int = 0
+
+    def encode(self, ip_proto: int) -> bytes:
+        out = b""
+        if self.src:
+            out += _prop(0, self.src.to_bytes(16, "big"))
+        if self.dst:
+            out += _prop(1, self.dst.to_bytes(16, "big"))
+        if ip_proto in (1, 58):
+            out += _prop(4, struct.pack("!H2x", self.icmp_id))
+            out += _prop(5, bytes([self.icmp_type]))
+            out += _prop(6, bytes([self.icmp_code]))
+        else:
+            if self.src_port:
+                out += _prop(2, struct.pack("!H2x", self.src_port))
+            if self.dst_port:
+                out += _prop(3, struct.pack("!H2x", self.dst_port))
+        return out
+
+
+def ipv4_mapped(addr: int) -> int:
+    """::ffff:a.b.c.d for an IPv4 address int."""
+    return 0xFFFF00000000 | addr
+
+
+def ct_flush(xid: int, ip_proto: int, orig: CtTuple = CtTuple(), reply: CtTuple = CtTuple(),
+             zone: int | None = None) -> bytes:
+    """NXT_CT_FLUSH (OVS 3.1+): flush conntrack entries matching the tuples."""
+    body = struct.pack("!B7x", ip_proto)
+    for ptype, tup in ((0, orig), (1, reply)):
+        nested = tup.encode(ip_proto)
+        if nested:
+            n = 8 + len(nested)
+            body += struct.pack("!HH4x", ptype, n) + nested
+    if zone is not None:
+        body += _prop(2, struct.pack("!H2x", zone))
+    return nx_message(NXT_CT_FLUSH, xid, body)
+
+
+def ct_flush_lb_backend(xid: int, ip_proto: int, vip: int, vip_port: int, backend: int, backend_port: int) -> bytes:
+    """Flush the connections of one load-balancer backend, as ovn-controller
+    does when a backend is removed (addresses already IPv6/IPv4-mapped)."""
+    return ct_flush(xid, ip_proto, CtTuple(dst=vip, dst_port=vip_port), CtTuple(src=backend, src_port=backend_port))
 
 
 def resume(xid: int, packet_in2_properties: bytes) -> bytes:

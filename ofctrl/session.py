@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 import ovs.poller
 import ovs.timeval
@@ -336,9 +336,11 @@ class OfctrlSession:
             log.info("OpenFlow error", error=name)
         else:
             log.warning("OpenFlow error", error=name, offending=text or None, xid=xid)
-        if err.offending_type() == m.OFPT_METER_MOD:
-            # Meters live outside the bundle: nothing to resync, and the flows
-            # using the meter fail (and are quarantined) on their own.
+        if err.offending_type() == m.OFPT_METER_MOD or m.nx_subtype(err.data) in (
+            m.NXT_CT_FLUSH, m.NXT_CT_FLUSH_ZONE
+        ):
+            # Meters and ct flushes live outside the bundle: nothing to resync
+            # (flows using a missing meter fail and are quarantined on their own).
             return
         self._reset_pending = True
 
@@ -351,8 +353,16 @@ class OfctrlSession:
         lflows_changed: bool = True,
         pflows_changed: bool = True,
         sb_meters: Mapping[str, MeterConfig] | None = None,
+        lb_ct_flushes: Iterable[tuple[int, int, int, int, int]] = (),
     ) -> bool:
-        """Bring the switch up to date with the desired tables; True if sent."""
+        """Bring the switch up to date with the desired tables; True if sent.
+
+        `req_cfg` becomes `cur_cfg` once the barrier ending this put is
+        answered.  `sb_meters` are the SB Meter rows (by name) for named
+        meters.  `lb_ct_flushes` are (ip_proto, vip, vip_port, backend,
+        backend_port) of removed load-balancer backends whose connections are
+        flushed with NXT_CT_FLUSH (addresses as 128-bit ints, IPv4-mapped);
+        pass them only when OVS supports it (3.1+)."""
         need_put = False
         if lflows_changed or pflows_changed or self._skipped_last_time or self.initial_clear:
             need_put = True
@@ -469,6 +479,8 @@ class OfctrlSession:
             msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_COMMIT_REQUEST, _BUNDLE_FLAGS))
         self.groups.sync()
         msgs.extend(self.meters.messages_after_bundle(conn.next_xid))
+        for proto, vip, vip_port, backend, backend_port in lb_ct_flushes:
+            msgs.append(m.ct_flush_lb_backend(conn.next_xid(), proto, vip, vip_port, backend, backend_port))
 
         if msgs:
             bxid = conn.next_xid()
