@@ -142,7 +142,7 @@ def test_ofp_print_accepts_every_message_kind() -> None:
         "meter_add": (m.meter_mod(18, m.OFPMC_ADD, 1, m.OFPMF_KBPS | m.OFPMF_BURST | m.OFPMF_STATS,
                                   [m.MeterBand(100, 200)]), "ADD meter=1 kbps burst stats bands=\ntype=drop rate=100 burst_size=200"),
         "meter_del_all": (m.meter_mod(19, m.OFPMC_DELETE, m.OFPM_ALL), "DEL meter=all"),
-        "ct_flush": (m.ct_flush_lb_backend(21, 6, m.ipv4_mapped(0x0A000001), 80, m.ipv4_mapped(0x0A000102), 8080),
+        "ct_flush_lb": (m.ct_flush_lb_backend(21, 6, m.ipv4_mapped(0x0A000001), 80, m.ipv4_mapped(0x0A000102), 8080),
                      "'ct_nw_src=::,ct_nw_dst=10.0.0.1,ct_tp_src=0,ct_tp_dst=80,ct_nw_proto=6' "
                      "'ct_nw_src=10.0.1.2,ct_nw_dst=::,ct_tp_src=8080,ct_tp_dst=0'"),
         "ct_flush_icmp_zone": (m.ct_flush(22, 1, m.CtTuple(src=m.ipv4_mapped(0x01020304), icmp_id=7, icmp_type=8),
