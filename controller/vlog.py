@@ -435,7 +435,11 @@ def apply_spec(spec: str) -> None:
     """Apply one OVS-style spec: words separated by ':' or spaces, each a
     destination (console/syslog/file/any), a level (off/emer/err/warn/info/dbg)
     or a module name (or any); e.g. "console:off", "binding:file:dbg", "dbg".
-    An empty spec means "dbg for everything", as plain `-v` does."""
+    An empty spec means "dbg for everything", as plain `-v` does.
+    "PATTERN:..." and "FACILITY:..." specs are accepted and ignored."""
+    head = spec.split(":", 1)[0].strip().lower()
+    if head in ("pattern", "facility"):
+        return      # accepted for compatibility; the line format is fixed
     module, destination, level = "any", "any", DBG
     for word in spec.replace(",", ":").replace(" ", ":").split(":"):
         w = word.strip().lower()

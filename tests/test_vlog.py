@@ -74,6 +74,10 @@ def test_apply_spec_forms(console: io.StringIO) -> None:
     assert vlog.get_levels("ofctrl")["console"] == "OFF"
     vlog.apply_spec("ofctrl:syslog:emer")
     assert vlog.get_levels("ofctrl")["syslog"] == "EMER"
+    before = vlog.list_levels()
+    vlog.apply_spec("PATTERN:file:%D{%H:%M:%S}|%m")     # accepted, ignored
+    vlog.apply_spec("FACILITY:daemon")
+    assert vlog.list_levels() == before
     with pytest.raises(ValueError):
         vlog.apply_spec("no_such_module:dbg")
     with pytest.raises(ValueError):
