@@ -333,9 +333,9 @@ class OfctrlSession:
         if not self._error_rl.allow():
             pass
         elif name.startswith("OFPBFC_"):  # bundle failed: a summary of the above
-            log.info("OpenFlow error", error=name)
+            log.info("OpenFlow error", error=name, type=err.type, code=err.code)
         else:
-            log.warning("OpenFlow error", error=name, offending=text or None, xid=xid)
+            log.warning("OpenFlow error", error=name, type=err.type, code=err.code, offending=text or None, xid=xid)
         if err.offending_type() == m.OFPT_METER_MOD or m.nx_subtype(err.data) in (
             m.NXT_CT_FLUSH, m.NXT_CT_FLUSH_ZONE
         ):
