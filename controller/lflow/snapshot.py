@@ -109,3 +109,90 @@ class SbSnapshot:
 
     def table(self, name: str) -> list[Row]:
         return list(self.rows.get(name, {}).values())
+
+
+# ---------------------------------------------------------------------------
+# A compile context for one chassis of a snapshot.
+
+def local_datapath_keys(sb: SbSnapshot, chassis_name: str,
+                        iface_ids: set[str] | frozenset[str] = frozenset()) -> set[int]:
+    """Datapaths of ports bound to 'chassis_name' (or with a local VIF), then
+    every datapath reachable from them over patch ports (add_local_datapath)."""
+    pbs = sb.table("Port_Binding")
+    by_name = {pb.logical_port: pb for pb in pbs}
+    by_dp: dict[int, list[Row]] = {}
+    for pb in pbs:
+        by_dp.setdefault(pb.datapath.tunnel_key, []).append(pb)
+    todo = [pb.datapath.tunnel_key for pb in pbs
+            if pb.logical_port in iface_ids
+            or getattr(_first_row(pb.chassis), "name", None) == chassis_name]
+    local: set[int] = set()
+    while todo:
+        key = todo.pop()
+        if key in local:
+            continue
+        local.add(key)
+        for pb in by_dp.get(key, ()):
+            if pb.type == "patch":
+                peer = by_name.get(pb.options.get("peer", ""))
+                if peer is not None and peer.type == "patch":
+                    todo.append(peer.datapath.tunnel_key)
+    return local
+
+
+def _first_row(v: Any) -> Any:
+    if isinstance(v, list):
+        return v[0] if v else None
+    return v
+
+
+def context_from_snapshot(sb: SbSnapshot, chassis_name: str, local_dps: set[int],
+                          related_names: set[str], **overrides: Any) -> Any:
+    """A ``CompileContext`` for 'chassis_name': ports, multicast groups,
+    address sets, port groups (filtered to 'related_names'), chassis template
+    variables, DHCP option tables, related ports ('related_names' plus every
+    patch and vtep port, as binding.c does) and chassis residency."""
+    from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
+    from controller.lflow.compile import CompileContext
+    from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+
+    ports: dict[str, tuple[int, int]] = {}
+    related: set[str] = set()
+    resident: set[str] = set()
+    for pb in sb.table("Port_Binding"):
+        dp_key = pb.datapath.tunnel_key
+        ports[pb.logical_port] = (dp_key, pb.tunnel_key)
+        if pb.logical_port in related_names or pb.type in ("patch", "vtep"):
+            related.add(f"{dp_key}_{pb.tunnel_key}")
+        ch = _first_row(pb.chassis)
+        if ch is not None and ch.name == chassis_name:
+            resident.add(pb.logical_port)
+        elif pb.type == "chassisredirect":
+            group = _first_row(pb.ha_chassis_group)
+            members = group.ha_chassis if group is not None else []
+            if len(members) == 1 and _first_row(members[0].chassis) is not None \
+                    and _first_row(members[0].chassis).name == chassis_name:
+                resident.add(pb.logical_port)
+    mcgroups = {(mg.datapath.tunnel_key, mg.name): mg.tunnel_key
+                for mg in sb.table("Multicast_Group")}
+    addr_sets = {a.name: const_set_from_integers(list(a.addresses))
+                 for a in sb.table("Address_Set")}
+    port_groups = {pg.name: const_set_from_strings(list(pg.ports), related_names)
+                   for pg in sb.table("Port_Group")}
+    tvars: dict[str, str] = {}
+    for tv in sb.table("Chassis_Template_Var"):
+        if tv.chassis == chassis_name:
+            tvars.update(tv.variables)
+    dhcp = table_from_rows((r.name, r.code, r.type) for r in sb.table("DHCP_Options"))
+    dhcpv6 = table_from_rows((r.name, r.code, r.type) for r in sb.table("DHCPv6_Options"))
+
+    def mcgroup(dp_key: int, name: str) -> int | None:
+        return mcgroups.get((dp_key, name))
+
+    kwargs: dict[str, Any] = dict(
+        addr_sets=addr_sets, port_groups=port_groups, template_vars=tvars,
+        dhcp_opts=dhcp or DHCPV4_OPTIONS, dhcpv6_opts=dhcpv6 or DHCPV6_OPTIONS,
+        port_binding=ports.get, multicast_group=mcgroup, related_lports=related,
+        is_chassis_resident=resident.__contains__, local_datapaths=local_dps)
+    kwargs.update(overrides)
+    return CompileContext(**kwargs)

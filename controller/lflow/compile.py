@@ -1,0 +1,645 @@
+"""One Logical_Flow row -> OpenFlow flows (OVN 23.03 controller/lflow.c,
+consider_logical_flow__() and add_matches_to_flow_table()).
+
+Public API
+----------
+``LflowCompiler(ctx: CompileContext, cache: LflowCache | None = None)``
+
+* ``compile_lflow(lflow_row, datapath: DatapathInfo) -> CompiledLflow | LflowError``
+  for one datapath of the flow;
+* ``compile_lflow_local(lflow_row) -> list[CompiledLflow | LflowError]`` for
+  every local datapath of the flow (its datapath, or each datapath of its
+  Logical_DP_Group), as the C agent does;
+* ``clear_text_cache()``: forget what was compiled per distinct text (call it
+  whenever an input changes: address sets, port groups, template variables,
+  chassis residency, port bindings, multicast groups);
+* ``stats``: counters (instances, text reuse, lflow-cache hits).
+
+``CompiledLflow`` has ``flows`` (plain flows: cookie = first 32 bits of the
+lflow UUID), ``conj_flows`` (cookie 0; add them with
+``DesiredFlowTable.add_or_append``), ``as_infos`` ({id(flow):
+AddrSetInfo} for flows made from one address-set member) and ``refs``
+(``LflowRefs``: address sets, port groups, ports, multicast groups, template
+variables the flow used), so the agent can re-process only the lflows that use
+a changed resource.  ``install(desired_table)`` adds everything owned by the
+lflow UUID.  Errors never raise: ``LflowError(lflow_uuid, message)``.
+
+Design note
+-----------
+The work is split so that the part that does not depend on the datapath is
+done once per distinct (match, actions, pipeline, table) text:
+
+* per text (``_Text``): action parsing (+ prerequisites); the match parsed,
+  ANDed with the prerequisites, annotated, simplified, conditions evaluated
+  (chassis-wide) and normalised; and, when ``to_matches`` looked up no port
+  name, the matches themselves, pre-digested (``_Prepared``: match items
+  without metadata, base conjunction ids, reg14/reg15 values);
+* per text and datapath, only when the match uses port groups (which are
+  per-datapath, ``<dp_key>_<name>``): the parse and everything after it;
+* per datapath: ``to_matches`` when the match compares port names, the
+  conjunction id range (``ConjIds``), metadata, the related-port check, and
+  the encoded actions, which are themselves memoised per text and (is_switch,
+  NAT zone, controller meter) when encoding looked nothing up (no port,
+  tunnel, group, meter or sample).
+
+On top of that the uuid-keyed ``LflowCache`` keeps, as the C agent does, the
+simplified expression (EXPR) or the final matches and conjunction range
+(MATCHES) across full recomputes; on a MATCHES hit the same conjunction ids
+are re-reserved (``alloc_specified``) or the entry dropped.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from controller.lflow.actions import (
+    ActionError, EncodeParams, ExtendTable, OvsFeatures, ParsedActions,
+    ParseParams, encode_ovnacts, parse_actions)
+from controller.lflow.actions.base import NX_CTLR_NO_METER
+from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS
+from controller.lflow.cache import T_MATCHES, LflowCache
+from controller.lflow.conj_ids import ConjIds
+from controller.lflow.expr_annotate import annotate, evaluate_condition, simplify
+from controller.lflow.expr_matches import ExprMatch, to_matches
+from controller.lflow.expr_nodes import E_AND, ConstantSet, Expr, clone, combine
+from controller.lflow.expr_normalize import normalize
+from controller.lflow.expr_parse import ExprError, parse_expr
+from controller.lflow.lexer import parse_template_string
+from controller.lflow.symtab import Symtab, ovn_symtab
+from ofctrl.desired import AddrSetInfo, DesiredFlowTable
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts.basic import Conjunction
+
+OFTABLE_LOG_INGRESS_PIPELINE = 8
+OFTABLE_LOG_EGRESS_PIPELINE = 42
+OFTABLE_OUTPUT_INIT = 37
+OFTABLE_SAVE_INPORT = 64
+LOG_PIPELINE_LEN = 29
+_M32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# Inputs and results.
+
+@dataclass(frozen=True, slots=True)
+class DatapathInfo:
+    """What the compiler needs about one Datapath_Binding."""
+
+    uuid: uuidlib.UUID
+    key: int                       # tunnel_key (the metadata value)
+    is_switch: bool
+    common_nat_ct_zone: str = "reg11"   # "reg12" if external_ids:snat-ct-zone is set
+
+    @classmethod
+    def from_row(cls, row: Any) -> "DatapathInfo":
+        ext = row.external_ids
+        return cls(row.uuid, row.tunnel_key, "logical-switch" in ext,
+                   "reg12" if "snat-ct-zone" in ext else "reg11")
+
+
+def _no_port_binding(name: str) -> tuple[int, int] | None:
+    return None
+
+
+def _no_mcgroup(dp_key: int, name: str) -> int | None:
+    return None
+
+
+def _not_resident(name: str) -> bool:
+    return False
+
+
+def _no_tunnel(dp_key: int, name: str) -> int | None:
+    return None
+
+
+@dataclass(slots=True)
+class CompileContext:
+    """Everything outside the lflow row that changes its flows."""
+
+    symtab: Symtab = field(default_factory=ovn_symtab)
+    addr_sets: Mapping[str, ConstantSet] = field(default_factory=dict)
+    # SB Port_Group name ("<dp_key>_<name>" or global) -> ports related to this chassis.
+    port_groups: Mapping[str, ConstantSet] = field(default_factory=dict)
+    template_vars: Mapping[str, str] | None = None
+    dhcp_opts: dict[str, Any] = field(default_factory=lambda: DHCPV4_OPTIONS)
+    dhcpv6_opts: dict[str, Any] = field(default_factory=lambda: DHCPV6_OPTIONS)
+    group_table: ExtendTable = field(default_factory=ExtendTable)
+    meter_table: ExtendTable = field(default_factory=ExtendTable)
+    conj_ids: ConjIds = field(default_factory=ConjIds)
+    features: OvsFeatures = field(default_factory=OvsFeatures)
+    collector_ids: frozenset[int] | None = None
+    # port name -> (datapath key, port key) of its Port_Binding (any datapath).
+    port_binding: Callable[[str], tuple[int, int] | None] = _no_port_binding
+    # (datapath key, name) -> Multicast_Group key.
+    multicast_group: Callable[[int, str], int | None] = _no_mcgroup
+    # "<dp_key>_<port_key>" of the ports related to this chassis.
+    related_lports: Container[str] = frozenset()
+    is_chassis_resident: Callable[[str], bool] = _not_resident
+    # (datapath key, port name) -> OpenFlow port of the tunnel to its chassis.
+    tunnel_ofport: Callable[[int, str], int | None] = _no_tunnel
+    local_datapaths: Container[int] = frozenset()
+
+
+class LflowRefs:
+    """Resources a compiled lflow depends on (objdep references)."""
+
+    __slots__ = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
+
+    def __init__(self, addr_sets: Mapping[str, int] | None = None,
+                 port_groups: frozenset[str] = frozenset(),
+                 ports: frozenset[str] = frozenset(),
+                 mcgroups: frozenset[str] = frozenset(),
+                 templates: frozenset[str] = frozenset()) -> None:
+        self.addr_sets: Mapping[str, int] = addr_sets or {}
+        self.port_groups = port_groups
+        self.ports = ports
+        self.mcgroups = mcgroups
+        self.templates = templates
+
+    def __bool__(self) -> bool:
+        return bool(self.addr_sets or self.port_groups or self.ports or self.mcgroups
+                    or self.templates)
+
+    def merged(self, other: "LflowRefs") -> "LflowRefs":
+        if not other:
+            return self
+        if not self:
+            return other
+        a = dict(self.addr_sets)
+        for k, v in other.addr_sets.items():
+            a[k] = a.get(k, 0) + v
+        return LflowRefs(a, self.port_groups | other.port_groups, self.ports | other.ports,
+                         self.mcgroups | other.mcgroups, self.templates | other.templates)
+
+    def __repr__(self) -> str:
+        return (f"LflowRefs(addr_sets={dict(self.addr_sets)}, port_groups={set(self.port_groups)},"
+                f" ports={set(self.ports)}, mcgroups={set(self.mcgroups)},"
+                f" templates={set(self.templates)})")
+
+
+NO_REFS = LflowRefs()
+
+
+class LflowError:
+    """A logical flow that could not be compiled (the C agent logs and skips it)."""
+
+    __slots__ = ("lflow_uuid", "message")
+
+    def __init__(self, lflow_uuid: uuidlib.UUID, message: str) -> None:
+        self.lflow_uuid = lflow_uuid
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"LflowError({self.lflow_uuid}, {self.message!r})"
+
+
+class CompiledLflow:
+    """The flows of one lflow on one datapath (see module docstring)."""
+
+    __slots__ = ("lflow_uuid", "dp_key", "flows", "conj_flows", "as_infos", "refs")
+
+    def __init__(self, lflow_uuid: uuidlib.UUID, dp_key: int, flows: list[Flow],
+                 conj_flows: list[Flow], as_infos: dict[int, AddrSetInfo] | None,
+                 refs: LflowRefs) -> None:
+        self.lflow_uuid = lflow_uuid
+        self.dp_key = dp_key
+        self.flows = flows
+        self.conj_flows = conj_flows
+        self.as_infos = as_infos
+        self.refs = refs
+
+    def all_flows(self) -> list[Flow]:
+        return self.flows + self.conj_flows
+
+    def install(self, table: DesiredFlowTable) -> None:
+        """Adds the flows to a desired table, owned by the lflow UUID."""
+        owner = self.lflow_uuid
+        infos = self.as_infos or {}
+        for f in self.flows:
+            table.add(f, owner, as_info=infos.get(id(f)))
+        for f in self.conj_flows:
+            table.add_or_append(f, owner, as_info=infos.get(id(f)))
+
+    def __repr__(self) -> str:
+        return (f"CompiledLflow({self.lflow_uuid}, dp={self.dp_key}, "
+                f"{len(self.flows)} flows, {len(self.conj_flows)} conj flows)")
+
+
+# ---------------------------------------------------------------------------
+# Per-text state.
+
+class _Prepared:
+    """A datapath-independent match, ready to be finished per datapath."""
+
+    __slots__ = ("items", "conj_id", "conjunctions", "inport", "outport", "as_info")
+
+    def __init__(self, em: ExprMatch) -> None:
+        items = em.match.items
+        self.conj_id = 0
+        inport = outport = 0
+        for name, value, _mask in items:
+            if name == "conj_id":
+                self.conj_id = value
+            elif name == "reg14":
+                inport = value
+            elif name == "reg15":
+                outport = value
+        if self.conj_id:
+            items = tuple(i for i in items if i[0] != "conj_id")
+        self.items = items
+        self.inport = inport
+        self.outport = outport
+        self.conjunctions = tuple(em.conjunctions)
+        self.as_info = (AddrSetInfo(em.as_name, em.as_ip, em.as_mask)
+                        if em.as_name is not None else None)
+
+
+class _MatchState:
+    """The match of one text (on one datapath if it uses port groups)."""
+
+    __slots__ = ("simplified", "normalized", "prepared", "n_conjs", "refs", "error",
+                 "uses_sets")
+
+    def __init__(self) -> None:
+        self.simplified: Expr | None = None
+        self.normalized: Expr | None = None
+        self.prepared: list[_Prepared] | None = None   # None: to_matches per datapath
+        self.n_conjs = 0
+        self.refs = NO_REFS
+        self.error: str | None = None
+        self.uses_sets = False
+
+
+class _Text:
+    __slots__ = ("match", "parsed", "error", "shared", "by_dp", "encoded", "sample")
+
+    def __init__(self, match: str) -> None:
+        self.match = match
+        self.parsed: ParsedActions | None = None
+        self.error: str | None = None
+        self.shared: _MatchState | None = None
+        self.by_dp: dict[int, _MatchState] | None = None
+        self.encoded: dict[tuple[bool, str, int], tuple[Any, ...]] = {}
+        self.sample = False
+
+
+class _Recorder:
+    """Port lookups of one (lflow, datapath), recording references."""
+
+    __slots__ = ("ctx", "dp_key", "ports", "mcgroups", "used")
+
+    def __init__(self, ctx: CompileContext, dp_key: int) -> None:
+        self.ctx = ctx
+        self.dp_key = dp_key
+        self.ports: set[str] | None = None
+        self.mcgroups: set[str] | None = None
+        self.used = False
+
+    def lookup_port(self, name: str) -> int | None:
+        if name == "none":
+            return 0
+        self.used = True
+        if self.ports is None:
+            self.ports = set()
+        self.ports.add(name)
+        pb = self.ctx.port_binding(name)
+        if pb is not None and pb[0] == self.dp_key:
+            return pb[1]
+        if self.mcgroups is None:
+            self.mcgroups = set()
+        self.mcgroups.add(name)
+        return self.ctx.multicast_group(self.dp_key, name)
+
+    def tunnel_ofport(self, name: str) -> int | None:
+        self.used = True
+        return self.ctx.tunnel_ofport(self.dp_key, name)
+
+    def refs(self) -> LflowRefs:
+        if self.ports is None:
+            return NO_REFS
+        return LflowRefs(ports=frozenset(self.ports),
+                         mcgroups=frozenset(self.mcgroups or ()))
+
+
+class _RecordingTable:
+    """An ExtendTable stand-in that notes that an id was assigned."""
+
+    __slots__ = ("table", "used")
+
+    def __init__(self, table: ExtendTable) -> None:
+        self.table = table
+        self.used = False
+
+    def assign_id(self, name: str, lflow_uuid: uuidlib.UUID) -> int:
+        self.used = True
+        return self.table.assign_id(name, lflow_uuid)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+
+def _first(v: Any) -> Any:
+    """An optional IDL column: a list of 0/1 items, a value, or None."""
+    if isinstance(v, list):
+        return v[0] if v else None
+    return v
+
+
+def _expr_size(e: Expr | None) -> int:
+    if e is None:
+        return 0
+    n = 64
+    subs = e.subs
+    if subs:
+        for s in subs:
+            n += _expr_size(s)
+    return n
+
+
+# ---------------------------------------------------------------------------
+# The compiler.
+
+class LflowCompiler:
+    """See the module docstring."""
+
+    def __init__(self, ctx: CompileContext, cache: LflowCache | None = None) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self._texts: dict[tuple[str, str, bool, int], _Text] = {}
+        self._parse_params: dict[tuple[bool, int], ParseParams] = {}
+        self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
+                      "match_compiles": 0, "encodes": 0, "encode_reuse": 0,
+                      "cache_hits": 0, "cache_misses": 0, "flows": 0, "errors": 0}
+
+    def clear_text_cache(self) -> None:
+        self._texts.clear()
+
+    # -------------------------------------------------------------- entry points
+    def compile_lflow_local(self, lflow: Any) -> list[CompiledLflow | LflowError]:
+        """The flow on each of its datapaths that is local."""
+        local = self.ctx.local_datapaths
+        dp = _first(lflow.logical_datapath)
+        if dp is not None:
+            dps = [dp]
+        else:
+            group = _first(lflow.logical_dp_group)
+            if group is None:
+                return [LflowError(lflow.uuid, "lflow has no datapath or datapath group")]
+            dps = group.datapaths
+        out: list[CompiledLflow | LflowError] = []
+        for d in dps:
+            if d.tunnel_key in local:
+                out.append(self.compile_lflow(lflow, DatapathInfo.from_row(d)))
+        return out
+
+    def compile_lflow(self, lflow: Any, dp: DatapathInfo) -> CompiledLflow | LflowError:
+        ctx = self.ctx
+        stats = self.stats
+        stats["instances"] += 1
+        lf_uuid: uuidlib.UUID = lflow.uuid
+        dp_key = dp.key
+        ingress = lflow.pipeline == "ingress"
+        refs = NO_REFS
+
+        io_port = lflow.tags.get("in_out_port") if lflow.tags else None
+        if io_port:
+            refs = LflowRefs(ports=frozenset((io_port,)))
+            pb = ctx.port_binding(io_port)
+            if pb is None or pb[0] != dp_key or f"{dp_key}_{pb[1]}" not in ctx.related_lports:
+                return CompiledLflow(lf_uuid, dp_key, [], [], None, refs)
+
+        # Templates, then the per-text entry.
+        match_text: str = lflow.match
+        actions_text: str = lflow.actions
+        tvars = ctx.template_vars
+        if tvars is not None and ("^" in match_text or "^" in actions_text):
+            trefs: set[str] = set()
+            match_text = parse_template_string(match_text, tvars, trefs)
+            actions_text = parse_template_string(actions_text, tvars, trefs)
+            if trefs:
+                refs = refs.merged(LflowRefs(templates=frozenset(trefs)))
+        table_id: int = lflow.table_id
+        key = (match_text, actions_text, ingress, table_id)
+        text = self._texts.get(key)
+        if text is None:
+            stats["text_compiles"] += 1
+            text = self._texts[key] = self._new_text(match_text, actions_text, ingress, table_id)
+        else:
+            stats["text_reuse"] += 1
+        if text.error is not None:
+            stats["errors"] += 1
+            return LflowError(lf_uuid, text.error)
+        parsed = text.parsed
+        assert parsed is not None
+
+        recorder = _Recorder(ctx, dp_key)
+        cache = self.cache
+        lcv = cache.get(lf_uuid) if cache is not None else None
+        n_conjs = 0
+        start = 0
+        prepared: list[_Prepared] | None = None
+        state: _MatchState | None = None
+        if lcv is not None and lcv.type == T_MATCHES and lcv.n_conjs and \
+                not ctx.conj_ids.alloc_specified(lf_uuid, dp.uuid, lcv.conj_id_ofs, lcv.n_conjs):
+            assert cache is not None
+            cache.delete(lf_uuid)
+            lcv = None
+        if lcv is not None:
+            stats["cache_hits"] += 1
+            if lcv.type == T_MATCHES:
+                prepared = lcv.matches
+                n_conjs = lcv.n_conjs
+                start = lcv.conj_id_ofs
+            else:
+                state = _MatchState()
+                self._finish_expr(state, clone(lcv.expr), recorder)
+        else:
+            stats["cache_misses"] += 1
+            state = self._match_state(text, parsed, dp_key)
+            if state.error is not None:
+                stats["errors"] += 1
+                return LflowError(lf_uuid, state.error)
+
+        if state is not None:
+            refs = refs.merged(state.refs)
+            prepared = state.prepared
+            n_conjs = state.n_conjs
+            if prepared is None:
+                assert state.normalized is not None
+                ems, n_conjs = to_matches(state.normalized, recorder.lookup_port)
+                prepared = [_Prepared(em) for em in ems]
+            if not prepared:
+                return CompiledLflow(lf_uuid, dp_key, [], [], None, refs.merged(recorder.refs()))
+            if n_conjs:
+                start = ctx.conj_ids.alloc(lf_uuid, dp.uuid, n_conjs)
+                if not start:
+                    stats["errors"] += 1
+                    return LflowError(lf_uuid, "32-bit conjunction ids exhausted!")
+
+        assert prepared is not None
+        # Controller meter and actions.
+        ctrl_meter_id = NX_CTLR_NO_METER
+        meter_name = _first(lflow.controller_meter)
+        if meter_name:
+            ctrl_meter_id = ctx.meter_table.assign_id(meter_name, lf_uuid)
+            if not ctrl_meter_id:
+                stats["errors"] += 1
+                return LflowError(lf_uuid, f"Unable to assign id for meter: {meter_name}")
+        akey = (dp.is_switch, dp.common_nat_ct_zone, ctrl_meter_id)
+        actions = text.encoded.get(akey)
+        if actions is None:
+            actions = self._encode(text, parsed, akey, ingress, lf_uuid, dp, recorder)
+        else:
+            stats["encode_reuse"] += 1
+
+        flows, conj_flows, as_infos = self._finish(
+            prepared, start - 1 if n_conjs else 0, dp, ingress,
+            (OFTABLE_LOG_INGRESS_PIPELINE if ingress else OFTABLE_LOG_EGRESS_PIPELINE) + table_id,
+            lflow.priority, lf_uuid.int >> 96, actions)
+        stats["flows"] += len(flows) + len(conj_flows)
+        refs = refs.merged(recorder.refs())
+
+        # Cache, as the C agent does: matches if nothing external was used,
+        # else the expression if no address set / port group / template was.
+        if lcv is None and cache is not None and cache.enabled and state is not None:
+            if not refs:
+                cache.add_matches(lf_uuid, start if n_conjs else 0, n_conjs, prepared,
+                                  200 * len(prepared))
+            elif not state.uses_sets and not refs.templates and state.simplified is not None:
+                cache.add_expr(lf_uuid, state.simplified, _expr_size(state.simplified))
+        return CompiledLflow(lf_uuid, dp_key, flows, conj_flows, as_infos, refs)
+
+    # -------------------------------------------------------------- per text
+    def _new_text(self, match: str, actions: str, ingress: bool, table_id: int) -> _Text:
+        text = _Text(match)
+        pkey = (ingress, table_id)
+        pp = self._parse_params.get(pkey)
+        if pp is None:
+            ctx = self.ctx
+            pp = self._parse_params[pkey] = ParseParams(
+                symtab=ctx.symtab, dhcp_opts=ctx.dhcp_opts, dhcpv6_opts=ctx.dhcpv6_opts,
+                pipeline=0 if ingress else 1, n_tables=LOG_PIPELINE_LEN, cur_ltable=table_id)
+        parsed = parse_actions(actions, pp)
+        if isinstance(parsed, ActionError):
+            text.error = f"error parsing actions \"{actions}\": {parsed}"
+        else:
+            text.parsed = parsed
+        text.sample = "sample" in actions
+        return text
+
+    def _match_state(self, text: _Text, parsed: ParsedActions, dp_key: int) -> _MatchState:
+        if text.shared is not None:
+            return text.shared
+        if text.by_dp is not None:
+            st = text.by_dp.get(dp_key)
+            if st is not None:
+                return st
+        self.stats["match_compiles"] += 1
+        ctx = self.ctx
+        st = _MatchState()
+        as_ref: dict[str, int] = {}
+        pg_ref: set[str] = set()
+        try:
+            e = parse_expr(text.match, ctx.symtab, ctx.addr_sets, ctx.port_groups, dp_key,
+                           as_ref, pg_ref)
+            if parsed.prereqs is not None:
+                e = combine(E_AND, e, clone(parsed.prereqs)) or e
+            e = simplify(annotate(e, ctx.symtab))
+        except ExprError as err:
+            st.error = f"error parsing match \"{text.match}\": {err}"
+            e = None
+        if as_ref or pg_ref:
+            st.uses_sets = True
+            st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
+        if e is not None:
+            st.simplified = e
+            self._finish_expr(st, clone(e), None)
+        if pg_ref:
+            if text.by_dp is None:
+                text.by_dp = {}
+            text.by_dp[dp_key] = st
+        else:
+            text.shared = st
+        return st
+
+    def _finish_expr(self, st: _MatchState, e: Expr, recorder: _Recorder | None) -> None:
+        """Conditions, normalisation and, if no port name is compared,
+        the matches (datapath-independent)."""
+        cond_ports: set[str] = set()
+        resident = self.ctx.is_chassis_resident
+
+        def is_resident(name: str) -> bool:
+            cond_ports.add(name)
+            return resident(name)
+
+        e = normalize(evaluate_condition(e, is_resident))
+        st.normalized = e
+        if cond_ports:
+            st.refs = st.refs.merged(LflowRefs(ports=frozenset(cond_ports)))
+        probe = _Recorder(self.ctx, -1)
+        ems, n_conjs = to_matches(e, probe.lookup_port)
+        if not probe.used:
+            st.prepared = [_Prepared(em) for em in ems]
+            st.n_conjs = n_conjs
+
+    # -------------------------------------------------------------- per datapath
+    def _encode(self, text: _Text, parsed: ParsedActions, akey: tuple[bool, str, int],
+                ingress: bool, lf_uuid: uuidlib.UUID, dp: DatapathInfo,
+                recorder: _Recorder) -> tuple[Any, ...]:
+        self.stats["encodes"] += 1
+        ctx = self.ctx
+        groups = _RecordingTable(ctx.group_table)
+        meters = _RecordingTable(ctx.meter_table)
+        used_before = recorder.used
+        recorder.used = False
+        ep = EncodeParams(
+            lookup_port=recorder.lookup_port, tunnel_ofport=recorder.tunnel_ofport,
+            is_switch=dp.is_switch, pipeline=0 if ingress else 1,
+            output_ptable=OFTABLE_OUTPUT_INIT if ingress else OFTABLE_SAVE_INPORT,
+            common_nat_ct_zone=dp.common_nat_ct_zone, lflow_uuid=lf_uuid, dp_key=dp.key,
+            ctrl_meter_id=akey[2], collector_ids=ctx.collector_ids,
+            group_table=cast(ExtendTable, groups), meter_table=cast(ExtendTable, meters),
+            features=ctx.features)
+        actions = tuple(encode_ovnacts(parsed.actions, ep))
+        if not (recorder.used or groups.used or meters.used or text.sample):
+            text.encoded[akey] = actions
+        recorder.used = recorder.used or used_before
+        return actions
+
+    def _finish(self, prepared: list[_Prepared], conj_ofs: int, dp: DatapathInfo, ingress: bool,
+                ptable: int, priority: int, cookie: int, actions: tuple[Any, ...]
+                ) -> tuple[list[Flow], list[Flow], dict[int, AddrSetInfo] | None]:
+        flows: list[Flow] = []
+        conj_flows: list[Flow] = []
+        as_infos: dict[int, AddrSetInfo] | None = None
+        dp_key = dp.key
+        md = ("metadata", dp_key, None)
+        check_port = dp.is_switch
+        related = self.ctx.related_lports
+        for p in prepared:
+            if check_port:
+                port = p.inport if ingress else p.outport
+                if port and f"{dp_key}_{port}" not in related:
+                    continue
+            items = p.items + (md,)
+            if p.conj_id:
+                items += (("conj_id", (p.conj_id + conj_ofs) & _M32, None),)
+            m = Match(items)
+            if p.conjunctions:
+                f = Flow(ptable, priority, m,
+                         tuple([Conjunction((cid + conj_ofs) & _M32, clause + 1, n)
+                                for cid, clause, n in p.conjunctions]), 0)
+                conj_flows.append(f)
+            else:
+                f = Flow(ptable, priority, m, actions, cookie)
+                flows.append(f)
+            if p.as_info is not None:
+                if as_infos is None:
+                    as_infos = {}
+                as_infos[id(f)] = p.as_info
+        return flows, conj_flows, as_infos
