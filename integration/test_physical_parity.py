@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 
-from physical import (ChassisTunnel, LocalDatapath, PhysicalContext, PhysicalDebug, TunnelType,
-                      build_all)
-from physical.ofbuild import PhysFlow
+from physical import (ChassisTunnel, LocalDatapath, OwnedFlows, PhysicalContext, PhysicalDebug,
+                      TunnelType, build_all, flow_to_string)
 
 RICH = Path("/work/shared/reference-data/rich")
 SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
@@ -273,14 +272,16 @@ def expected_lines(data: Path) -> list[str]:
     return out
 
 
-def actual_lines(flows: list[PhysFlow], names: dict[int, str]) -> list[str]:
+def actual_lines(groups: list[OwnedFlows], names: dict[int, str]) -> list[str]:
     seen: set[Any] = set()
     out = []
-    for f in flows:
-        if f.key() in seen:
-            continue  # ofctrl keeps the first flow for a (table, priority, match)
-        seen.add(f.key())
-        out.append(f.to_string(names))
+    for _owner, flows in groups:
+        for f in flows:
+            key = (f.table, f.priority, f.match)
+            if key in seen:
+                continue  # ofctrl keeps the first flow for a (table, priority, match)
+            seen.add(key)
+            out.append(flow_to_string(f, names))
     return out
 
 

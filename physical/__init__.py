@@ -1,33 +1,40 @@
 """Physical and other non-Logical_Flow flows of OVN 23.03 (controller/physical.c
-and the extra flows of controller/lflow.c).
+and the extra flows of controller/lflow.c), as shared ``ofctrl`` objects.
 
-Public API (pure functions, each returns ``list[PhysFlow]`` tagged with the
-owning SB row UUID in ``PhysFlow.owner``; ``None`` = generic flow):
+Public API
+----------
+Builders are pure functions returning ``list[ofctrl.flow.Flow]`` (matches are
+``ofctrl.match.Match``, actions ``ofctrl.ofpacts`` objects).  All the flows
+one call returns belong to one owner, given below; the cookie of a flow is
+the first 32 bits of the SB row it comes from.
 
-* ``port_binding_flows(ctx, pb)``       tables 0, 37-41, 64, 65 for one Port_Binding
-* ``mc_group_flows(ctx, mc)``           tables 39/40 for one Multicast_Group
-* ``port_security_flows(ctx, pb)``      tables 73-75 (owned by the Port_Binding)
-* ``mac_binding_flows(ctx, mb)``, ``static_mac_binding_flows(ctx, smb)``  tables 66/67
-* ``fdb_flows(ctx, fdb)``               tables 71/72
-* ``lb_hairpin_flows(ctx, lb)``         tables 68/70
+* ``port_binding_flows(ctx, pb)``       tables 0, 37-41, 64, 65; owner ``pb.uuid``
+* ``port_security_flows(ctx, pb)``      tables 73-75; owner ``pb.uuid``
+* ``mc_group_flows(ctx, mc)``           tables 39/40; owner ``mc.uuid``
+* ``mac_binding_flows(ctx, mb)``, ``static_mac_binding_flows(ctx, smb)``
+                                        tables 66/67; owner the row's uuid
+* ``fdb_flows(ctx, fdb)``               tables 71/72; owner ``fdb.uuid``
+* ``lb_hairpin_flows(ctx, lb)``         tables 68/70; owner ``lb.uuid``
 * ``tunnel_flows(ctx, port_bindings)``, ``default_flows(ctx)``,
-  ``chassis_mac_conj_flows(ctx)``       generic flows
-* ``build_all(ctx, sb)``                everything, from an object with the SB tables
-  as iterables: ``port_bindings``, ``multicast_groups``, ``mac_bindings``,
-  ``static_mac_bindings``, ``fdbs``, ``load_balancers``.
+  ``chassis_mac_conj_flows(ctx)``       owner ``GENERIC_OWNER``
+* ``build_all(ctx, sb)`` -> ``list[OwnedFlows]``: everything, one
+  ``OwnedFlows(owner, flows)`` per builder call, from an object with the SB
+  tables as iterables: ``port_bindings``, ``multicast_groups``,
+  ``mac_bindings``, ``static_mac_bindings``, ``fdbs``, ``load_balancers``.
 
-Conversion: ``physical.to_ofctrl.to_ofctrl_flow(pf)`` gives the shared
-``ofctrl.flow.Flow`` (ofctrl Match + ofpacts), ``add_to_desired(table, flows)``
-adds them to an ``ofctrl.desired.DesiredFlowTable`` under their owners
-(generic flows under ``GENERIC_OWNER``); ``pf.to_string(port_names)``
-prints the flow exactly as ``ovs-ofctl dump-flows --no-stats`` (no cookie).
+Loading: ``add_to_desired(table, groups)`` adds ``OwnedFlows`` groups to an
+``ofctrl.desired.DesiredFlowTable``, each flow under its group's owner (a
+flow whose key its owner already has is dropped, so the first one wins).
+``flow_to_string(flow, port_names)`` prints a flow exactly as
+``ovs-ofctl dump-flows --no-stats --names`` does (no cookie).
 
 Incremental use: when a Port_Binding changes, ``lport_update(ctx, pb, removed,
 datapath_ports)`` says which owners to drop and which rows to rebuild with
 ``port_binding_flows`` + ``port_security_flows`` (external port -> its
 localnet port, patch port -> its peer, multichassis flip -> whole datapath);
 other rows (Multicast_Group, MAC_Binding, FDB, Load_Balancer) own their flows
-one to one.
+one to one: ``table.remove(row.uuid)`` then
+``add_to_desired(table, [OwnedFlows(row.uuid, <builder>(ctx, row))])``.
 """
 
 from __future__ import annotations
@@ -41,13 +48,15 @@ from physical.inputs import (ChassisTunnel, LocalDatapath, PhysicalContext, Phys
 from physical.lb_hairpin import lb_hairpin_flows
 from physical.mcast import mc_group_flows
 from physical.neighbors import fdb_flows, mac_binding_flows, static_mac_binding_flows
-from physical.ofbuild import PhysFlow, PMatch
+from physical.ofbuild import GENERIC_OWNER, Owner, OwnedFlows, add_to_desired, flow_to_string
 from physical.port_security import port_security_flows
 from physical.ports import port_binding_flows
 
 __all__ = [
-    "ChassisTunnel", "LocalDatapath", "LportUpdate", "lport_update", "PhysicalContext", "PhysicalDebug", "TunnelType",
-    "PhysFlow", "PMatch", "build_all", "chassis_mac_conj_flows", "default_flows",
+    "ChassisTunnel", "LocalDatapath", "LportUpdate", "lport_update", "PhysicalContext",
+    "PhysicalDebug", "TunnelType",
+    "GENERIC_OWNER", "Owner", "OwnedFlows", "add_to_desired", "flow_to_string",
+    "build_all", "chassis_mac_conj_flows", "default_flows",
     "fdb_flows", "lb_hairpin_flows", "mac_binding_flows", "mc_group_flows",
     "port_binding_flows", "port_security_flows", "static_mac_binding_flows", "tunnel_flows",
 ]
@@ -57,25 +66,24 @@ def _rows(sb: Any, name: str) -> Iterable[Any]:
     return getattr(sb, name, ()) or ()
 
 
-def build_all(ctx: PhysicalContext, sb: Any) -> list[PhysFlow]:
-    """Every physical/non-lflow flow for the given SB content (full recompute)."""
+def build_all(ctx: PhysicalContext, sb: Any) -> list[OwnedFlows]:
+    """Every physical/non-lflow flow for the given SB content (full recompute),
+    grouped by owner in the order the C agent adds them."""
     pbs = list(_rows(sb, "port_bindings"))
-    flows: list[PhysFlow] = []
-    flows += chassis_mac_conj_flows(ctx)
+    out: list[OwnedFlows] = [OwnedFlows(GENERIC_OWNER, chassis_mac_conj_flows(ctx))]
     for pb in pbs:
-        flows += port_binding_flows(ctx, pb)
+        out.append(OwnedFlows(pb.uuid, port_binding_flows(ctx, pb)))
     for mc in _rows(sb, "multicast_groups"):
-        flows += mc_group_flows(ctx, mc)
-    flows += tunnel_flows(ctx, pbs)
-    flows += default_flows(ctx)
+        out.append(OwnedFlows(mc.uuid, mc_group_flows(ctx, mc)))
+    out.append(OwnedFlows(GENERIC_OWNER, tunnel_flows(ctx, pbs) + default_flows(ctx)))
     for mb in _rows(sb, "mac_bindings"):
-        flows += mac_binding_flows(ctx, mb)
+        out.append(OwnedFlows(mb.uuid, mac_binding_flows(ctx, mb)))
     for smb in _rows(sb, "static_mac_bindings"):
-        flows += static_mac_binding_flows(ctx, smb)
+        out.append(OwnedFlows(smb.uuid, static_mac_binding_flows(ctx, smb)))
     for lb in _rows(sb, "load_balancers"):
-        flows += lb_hairpin_flows(ctx, lb)
+        out.append(OwnedFlows(lb.uuid, lb_hairpin_flows(ctx, lb)))
     for fdb in _rows(sb, "fdbs"):
-        flows += fdb_flows(ctx, fdb)
+        out.append(OwnedFlows(fdb.uuid, fdb_flows(ctx, fdb)))
     for pb in pbs:
-        flows += port_security_flows(ctx, pb)
-    return flows
+        out.append(OwnedFlows(pb.uuid, port_security_flows(ctx, pb)))
+    return [g for g in out if g.flows]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ofctrl.match import Match
+from ofctrl.ofpacts import Action, Sample, SetField
 from physical import constants as C
 from physical.inputs import ChassisTunnel, PhysicalContext, PhysicalDebug, Row, TunnelType
-from physical.ofbuild import Action, Move, PMatch, Sample, SetField, load
+from physical.ofbuild import load, move
 
 
-def match_outport(dp_key: int, port_key: int) -> PMatch:
-    return PMatch([(C.LOG_DATAPATH, dp_key, None), (C.LOG_OUTPORT, port_key, None)])
+def match_outport(dp_key: int, port_key: int) -> Match:
+    return Match([(C.LOG_DATAPATH, dp_key, None), (C.LOG_OUTPORT, port_key, None)])
 
 
 def zone_loads(zones: tuple[int, int, int] | None) -> list[Action]:
@@ -43,8 +45,11 @@ def drop_actions(debug: PhysicalDebug, table: int) -> list[Action]:
                    obs_point_id=table)]
 
 
+_CLEAR_LOG_REGS: tuple[Action, ...] = tuple(SetField(f"reg{i}", 0) for i in range(C.N_LOG_REGS))
+
+
 def clear_log_regs() -> list[Action]:
-    return [SetField(f"reg{i}", 0) for i in range(C.N_LOG_REGS)]
+    return list(_CLEAR_LOG_REGS)
 
 
 def vxlan_port_key(port_key: int) -> int:
@@ -59,10 +64,10 @@ def encapsulation(ctx: PhysicalContext, tun: ChassisTunnel, dp_key: int,
     if tun.type == TunnelType.GENEVE:
         return [load("tun_id", dp_key, 0, 24),
                 load(ctx.mff_ovn_geneve, outport, 0, 32),
-                Move(C.LOG_INPORT, 0, ctx.mff_ovn_geneve, 16, 15)]
+                move(C.LOG_INPORT, 0, ctx.mff_ovn_geneve, 16, 15)]
     if tun.type == TunnelType.STT:
         return [load("tun_id", dp_key | (outport << 24), 0, 64),
-                Move(C.LOG_INPORT, 0, "tun_id", 40, 15)]
+                move(C.LOG_INPORT, 0, "tun_id", 40, 15)]
     vni = dp_key
     if not is_ramp_switch:
         vni |= vxlan_port_key(outport) << 12

@@ -1,7 +1,9 @@
 """Flows not tied to one Port_Binding or Multicast_Group (physical_run).
 
+All of them are owned by ``GENERIC_OWNER`` (the C agent's hc_uuid).
+
 * :func:`tunnel_flows`   - table 0 decapsulation per tunnel port (+ VXLAN
-  multicast and ramp-switch flows); owner ``None`` (the C agent's hc_uuid).
+  multicast and ramp-switch flows).
 * :func:`default_flows`  - priority-0 defaults of tables 0, 37-41, 64, 65 and
   the table 38/39 priority 10/150 flag flows.
 * :func:`chassis_mac_conj_flows` - table 0 priority 180 first conjunction
@@ -12,42 +14,45 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts import Action, Conjunction, Resubmit
 from physical import constants as C
 from physical.common import clear_log_regs, drop_actions, parse_mac
 from physical.inputs import PhysicalContext, Row, TunnelType, bound_chassis, cookie_of
-from physical.ofbuild import Action, Conjunction, Move, PhysFlow, PMatch, Resubmit, load
+from physical.ofbuild import load, move
 from physical.ovshash import hash_string, hmap_order
 
 
-def tunnel_flows(ctx: PhysicalContext, port_bindings: Iterable[Row] = ()) -> list[PhysFlow]:
-    flows: list[PhysFlow] = []
+def tunnel_flows(ctx: PhysicalContext, port_bindings: Iterable[Row] = ()) -> list[Flow]:
+    flows: list[Flow] = []
     geneve = ctx.mff_ovn_geneve
     for tun in ctx.chassis_tunnels:
-        m = PMatch([("in_port", tun.ofport, None)])
+        m = Match([("in_port", tun.ofport, None)])
         acts: list[Action]
         if tun.type == TunnelType.GENEVE:
-            acts = [Move("tun_id", 0, C.LOG_DATAPATH, 0, 24),
-                    Move(geneve, 16, C.LOG_INPORT, 0, 15),
-                    Move(geneve, 0, C.LOG_OUTPORT, 0, 16)]
+            acts = [move("tun_id", 0, C.LOG_DATAPATH, 0, 24),
+                    move(geneve, 16, C.LOG_INPORT, 0, 15),
+                    move(geneve, 0, C.LOG_OUTPORT, 0, 16)]
         elif tun.type == TunnelType.STT:
-            acts = [Move("tun_id", 40, C.LOG_INPORT, 0, 15),
-                    Move("tun_id", 24, C.LOG_OUTPORT, 0, 16),
-                    Move("tun_id", 0, C.LOG_DATAPATH, 0, 24)]
+            acts = [move("tun_id", 40, C.LOG_INPORT, 0, 15),
+                    move("tun_id", 24, C.LOG_OUTPORT, 0, 16),
+                    move("tun_id", 0, C.LOG_DATAPATH, 0, 24)]
         else:
-            acts = [Move("tun_id", 12, C.LOG_OUTPORT, 0, 12),
-                    Move("tun_id", 0, C.LOG_DATAPATH, 0, 12)]
+            acts = [move("tun_id", 12, C.LOG_OUTPORT, 0, 12),
+                    move("tun_id", 0, C.LOG_DATAPATH, 0, 12)]
         acts.append(Resubmit(C.T_LOCAL_OUTPUT))
-        flows.append(PhysFlow(C.T_PHY_TO_LOG, 100, m, acts, 0, None))
+        flows.append(Flow(C.T_PHY_TO_LOG, 100, m, acts, 0))
     for tun in ctx.chassis_tunnels:
         if tun.type != TunnelType.VXLAN:
             continue
         bits = C.OVN_VXLAN_MIN_MULTICAST << 12
-        m = PMatch([("in_port", tun.ofport, None), ("tun_id", bits, bits)])
-        flows.append(PhysFlow(C.T_PHY_TO_LOG, 105, m, [
+        m = Match([("in_port", tun.ofport, None), ("tun_id", bits, bits)])
+        flows.append(Flow(C.T_PHY_TO_LOG, 105, m, [
             load(C.LOG_OUTPORT, 1, 15, 1),
-            Move("tun_id", 12, C.LOG_OUTPORT, 0, 11),
-            Move("tun_id", 0, C.LOG_DATAPATH, 0, 12),
-            Resubmit(C.T_LOCAL_OUTPUT)], 0, None))
+            move("tun_id", 12, C.LOG_OUTPORT, 0, 11),
+            move("tun_id", 0, C.LOG_DATAPATH, 0, 12),
+            Resubmit(C.T_LOCAL_OUTPUT)], 0))
     vteps = [pb for pb in port_bindings if pb.type == "vtep"]
     for tun in ctx.chassis_tunnels:
         if tun.type != TunnelType.VXLAN:
@@ -56,39 +61,39 @@ def tunnel_flows(ctx: PhysicalContext, port_bindings: Iterable[Row] = ()) -> lis
             ch = bound_chassis(pb)
             if ch is None or ch.name != tun.chassis_name:
                 continue
-            m = PMatch([("in_port", tun.ofport, None), ("tun_id", pb.datapath.tunnel_key, None)])
-            flows.append(PhysFlow(C.T_PHY_TO_LOG, 110, m, [
-                Move("tun_id", 0, C.LOG_DATAPATH, 0, 24),
+            m = Match([("in_port", tun.ofport, None), ("tun_id", pb.datapath.tunnel_key, None)])
+            flows.append(Flow(C.T_PHY_TO_LOG, 110, m, [
+                move("tun_id", 0, C.LOG_DATAPATH, 0, 24),
                 load(C.LOG_INPORT, pb.tunnel_key, 0, 15),
                 load(C.LOG_FLAGS, 1, C.MLF_RCV_FROM_RAMP_BIT, 1),
-                Resubmit(C.T_LOG_INGRESS)], cookie_of(pb), None))
+                Resubmit(C.T_LOG_INGRESS)], cookie_of(pb)))
     return flows
 
 
-def default_flows(ctx: PhysicalContext) -> list[PhysFlow]:
+def default_flows(ctx: PhysicalContext) -> list[Flow]:
     d = ctx.debug
     flag = C.LOG_FLAGS
-    spec: list[tuple[int, int, PMatch, Sequence[Action]]] = [
-        (C.T_PHY_TO_LOG, 0, PMatch(), drop_actions(d, C.T_PHY_TO_LOG)),
-        (C.T_LARGE_PKT_DETECT, 0, PMatch(), [Resubmit(C.T_REMOTE_OUTPUT)]),
-        (C.T_LARGE_PKT_PROCESS, 10, PMatch([(flag, C.MLF_ALLOW_LOOPBACK, C.MLF_ALLOW_LOOPBACK)]),
+    spec: list[tuple[int, int, Match, Sequence[Action]]] = [
+        (C.T_PHY_TO_LOG, 0, Match(), drop_actions(d, C.T_PHY_TO_LOG)),
+        (C.T_LARGE_PKT_DETECT, 0, Match(), [Resubmit(C.T_REMOTE_OUTPUT)]),
+        (C.T_LARGE_PKT_PROCESS, 10, Match([(flag, C.MLF_ALLOW_LOOPBACK, C.MLF_ALLOW_LOOPBACK)]),
          [Resubmit(C.T_LOCAL_OUTPUT)]),
-        (C.T_LARGE_PKT_PROCESS, 0, PMatch(), [Resubmit(C.T_REMOTE_OUTPUT)]),
+        (C.T_LARGE_PKT_PROCESS, 0, Match(), [Resubmit(C.T_REMOTE_OUTPUT)]),
         (C.T_REMOTE_OUTPUT, 150,
-         PMatch([(flag, C.MLF_RCV_FROM_RAMP, C.MLF_RCV_FROM_RAMP | C.MLF_ALLOW_LOOPBACK)]),
+         Match([(flag, C.MLF_RCV_FROM_RAMP, C.MLF_RCV_FROM_RAMP | C.MLF_ALLOW_LOOPBACK)]),
          [Resubmit(C.T_LOCAL_OUTPUT)]),
-        (C.T_REMOTE_OUTPUT, 150, PMatch([(flag, C.MLF_LOCAL_ONLY, C.MLF_LOCAL_ONLY)]),
+        (C.T_REMOTE_OUTPUT, 150, Match([(flag, C.MLF_LOCAL_ONLY, C.MLF_LOCAL_ONLY)]),
          [Resubmit(C.T_LOCAL_OUTPUT)]),
-        (C.T_REMOTE_OUTPUT, 0, PMatch(), [Resubmit(C.T_LOCAL_OUTPUT)]),
-        (C.T_LOCAL_OUTPUT, 0, PMatch(), drop_actions(d, C.T_LOCAL_OUTPUT)),
-        (C.T_CHECK_LOOPBACK, 0, PMatch(), [*clear_log_regs(), Resubmit(C.T_LOG_EGRESS)]),
-        (C.T_SAVE_INPORT, 0, PMatch(), [Resubmit(C.T_LOG_TO_PHY)]),
-        (C.T_LOG_TO_PHY, 0, PMatch(), drop_actions(d, C.T_LOG_TO_PHY)),
+        (C.T_REMOTE_OUTPUT, 0, Match(), [Resubmit(C.T_LOCAL_OUTPUT)]),
+        (C.T_LOCAL_OUTPUT, 0, Match(), drop_actions(d, C.T_LOCAL_OUTPUT)),
+        (C.T_CHECK_LOOPBACK, 0, Match(), [*clear_log_regs(), Resubmit(C.T_LOG_EGRESS)]),
+        (C.T_SAVE_INPORT, 0, Match(), [Resubmit(C.T_LOG_TO_PHY)]),
+        (C.T_LOG_TO_PHY, 0, Match(), drop_actions(d, C.T_LOG_TO_PHY)),
     ]
-    return [PhysFlow(t, p, m, a, 0, None) for t, p, m, a in spec]
+    return [Flow(t, p, m, a, 0) for t, p, m, a in spec]
 
 
-def chassis_mac_conj_flows(ctx: PhysicalContext) -> list[PhysFlow]:
+def chassis_mac_conj_flows(ctx: PhysicalContext) -> list[Flow]:
     """Table 0 prio 180 ``dl_src=<remote chassis MAC> -> conjunction(100,1/2)``.
 
     The C agent stops at the first unparsable MAC (entries are visited in its
@@ -108,13 +113,13 @@ def chassis_mac_conj_flows(ctx: PhysicalContext) -> list[PhysFlow]:
             idx += 1
             entries.append((hash_string(bridge), key))
             info[key] = (mac, ch)
-    flows: list[PhysFlow] = []
+    flows: list[Flow] = []
     for key in hmap_order(entries):
         mac_text, ch = info[key]
         mac = parse_mac(mac_text)
         if mac is None:
             return flows
-        flows.append(PhysFlow(C.T_PHY_TO_LOG, 180, PMatch([("eth_src", mac, None)]),
-                              [Conjunction(C.CHASSIS_MAC_TO_ROUTER_MAC_CONJID, 0, 2)],
-                              cookie_of(ch), None))
+        flows.append(Flow(C.T_PHY_TO_LOG, 180, Match([("eth_src", mac, None)]),
+                          [Conjunction(C.CHASSIS_MAC_TO_ROUTER_MAC_CONJID, 1, 2)],
+                          cookie_of(ch)))
     return flows

@@ -14,10 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts import (NX_LEARN_F_DELETE_LEARNED, Action, Ct, Learn, LearnLoadImm,
+                            LearnMatchField, LearnMatchImm, LearnSpec, Nat)
 from physical import constants as C
 from physical.inputs import PhysicalContext, Row, cookie_of, opt1
-from physical.ofbuild import (Action, CtCommitSnat, Learn, LearnSpec, PhysFlow, PMatch,
-                              load)
+from physical.ofbuild import load, sub
 
 _PROTO = {"tcp": C.IPPROTO_TCP, "udp": C.IPPROTO_UDP, "sctp": C.IPPROTO_SCTP}
 _L4 = {C.IPPROTO_TCP: "tcp", C.IPPROTO_UDP: "udp", C.IPPROTO_SCTP: "sctp"}
@@ -130,7 +133,19 @@ def _vip_match(vip: Endpoint, orig_tuple: bool) -> list[tuple[str, int, int | No
     return [(C.LB_ORIG_DIP_IPV4, vip.ip, None)]
 
 
-def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
+def _learn_same(name: str) -> LearnMatchField:
+    """Learn match spec ``NAME[]``: the learned flow matches the field's current value."""
+    whole = sub(name)
+    return LearnMatchField(whole, whole)
+
+
+def _ct_commit_snat(ip: int, is_ipv6: bool) -> Ct:
+    """``ct(commit,zone=NXM_NX_REG12[0..15],nat(src=IP))``: SNAT in the SNAT zone."""
+    return Ct(commit=True, zone_src=sub(C.LOG_SNAT_ZONE, 0, 16),
+              actions=(Nat.make("src", ip, ipv6=is_ipv6),))
+
+
+def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[Flow]:
     local_dps = [dp for dp in _lb_datapaths(lb) if dp.tunnel_key in ctx.local_datapaths]
     if not local_dps:
         return []
@@ -140,7 +155,7 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
     orig_tuple = str(lb.options.get("hairpin_orig_tuple", "false")).lower() == "true"
     snat4, snat6 = _hairpin_snat_ips(lb.options)
     cookie = cookie_of(lb)
-    flows: list[PhysFlow] = []
+    flows: list[Flow] = []
     l4 = _L4[proto]
     ct_trk_dnat = [("ct_state", 0x20 | 0x80, 0x20 | 0x80)]
     vips = parse_vips(lb.vips, ctx.template_vars if is_template else None)
@@ -168,24 +183,25 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
             else:
                 items.append(("ct_label", C.OVN_CT_NATTED, C.OVN_CT_NATTED))
             src_f, dst_f = ("ipv6_src", "ipv6_dst") if vip.is_ipv6 else ("ip_src", "ip_dst")
-            specs = [LearnSpec("match_field", "metadata"),
-                     LearnSpec("match_imm", "eth_type", n_bits=16,
-                               imm=C.ETH_TYPE_IPV6 if vip.is_ipv6 else C.ETH_TYPE_IP),
-                     LearnSpec("match_field", src_f),
-                     LearnSpec("match_imm", dst_f, imm=reply_dst)]
+            specs: list[LearnSpec] = [
+                _learn_same("metadata"),
+                LearnMatchImm(sub("eth_type"), C.ETH_TYPE_IPV6 if vip.is_ipv6 else C.ETH_TYPE_IP),
+                _learn_same(src_f),
+                LearnMatchImm(sub(dst_f), reply_dst)]
             if be.port:
-                specs += [LearnSpec("match_imm", "nw_proto", imm=proto),
-                          LearnSpec("match_field", f"{l4}_src", src=f"{l4}_dst")]
+                specs += [LearnMatchImm(sub("nw_proto"), proto),
+                          LearnMatchField(sub(f"{l4}_src"), sub(f"{l4}_dst"))]
             else:
-                specs.append(LearnSpec("match_field", "nw_proto"))
-            specs.append(LearnSpec("load_imm", C.LOG_FLAGS, C.MLF_LOOKUP_LB_HAIRPIN_BIT, 1, imm=1))
+                specs.append(_learn_same("nw_proto"))
+            specs.append(LearnLoadImm(sub(C.LOG_FLAGS, C.MLF_LOOKUP_LB_HAIRPIN_BIT, 1), 1))
             acts: list[Action] = [load(C.LOG_FLAGS, 1, C.MLF_LOOKUP_LB_HAIRPIN_BIT, 1),
-                                  Learn(C.T_CHK_LB_HAIRPIN_REPLY, cookie, tuple(specs))]
-            flows.append(PhysFlow(C.T_CHK_LB_HAIRPIN, 100, PMatch(items), acts, cookie, lb.uuid))
+                                  Learn(C.T_CHK_LB_HAIRPIN_REPLY, tuple(specs), cookie=cookie,
+                                        flags=NX_LEARN_F_DELETE_LEARNED)]
+            flows.append(Flow(C.T_CHK_LB_HAIRPIN, 100, Match(items), acts, cookie))
 
     for vip, _backends in vips:
         snat_ip = (snat6 if vip.is_ipv6 else snat4)
-        ct = CtCommitSnat(C.LOG_SNAT_ZONE, snat_ip if snat_ip is not None else vip.ip, vip.is_ipv6)
+        ct = _ct_commit_snat(snat_ip if snat_ip is not None else vip.ip, vip.is_ipv6)
         items = [] if orig_tuple else list(ct_trk_dnat)
         items.append(("eth_type", C.ETH_TYPE_IPV6 if vip.is_ipv6 else C.ETH_TYPE_IP, None))
         items += _vip_match(vip, orig_tuple)
@@ -197,9 +213,9 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[PhysFlow]:
                 items.append((C.LB_ORIG_TP_DPORT, vip.port, 0xFFFF))
         base = 100 if vip.port else 90
         if snat_ip is None:
-            flows.append(PhysFlow(C.T_CT_SNAT_HAIRPIN, base, PMatch(items), [ct], cookie, lb.uuid))
+            flows.append(Flow(C.T_CT_SNAT_HAIRPIN, base, Match(items), [ct], cookie))
         else:
             for dp in local_dps:
-                m = PMatch([*items, (C.LOG_DATAPATH, dp.tunnel_key, None)])
-                flows.append(PhysFlow(C.T_CT_SNAT_HAIRPIN, base + 100, m, [ct], cookie, lb.uuid))
+                m = Match([*items, (C.LOG_DATAPATH, dp.tunnel_key, None)])
+                flows.append(Flow(C.T_CT_SNAT_HAIRPIN, base + 100, m, [ct], cookie))
     return flows

@@ -8,10 +8,12 @@ group the C agent emits them in its string-set hash order, which
 
 from __future__ import annotations
 
+from ofctrl.flow import Flow
+from ofctrl.ofpacts import Action, Output, Resubmit
 from physical import constants as C
 from physical.common import encapsulation, match_outport
 from physical.inputs import ChassisTunnel, PhysicalContext, Row, bound_chassis, cookie_of, same_chassis
-from physical.ofbuild import Action, Output, PhysFlow, Resubmit, load
+from physical.ofbuild import load
 from physical.ovshash import sset_order
 
 
@@ -37,7 +39,7 @@ def _fanout(ctx: PhysicalContext, chassis_names: list[str], dp_key: int, outport
         acts.append(Output(tun.ofport))
 
 
-def mc_group_flows(ctx: PhysicalContext, mc: Row) -> list[PhysFlow]:
+def mc_group_flows(ctx: PhysicalContext, mc: Row) -> list[Flow]:
     dp = mc.datapath
     dp_key = dp.tunnel_key
     ldp = ctx.local_datapaths.get(dp_key)
@@ -94,13 +96,13 @@ def mc_group_flows(ctx: PhysicalContext, mc: Row) -> list[PhysFlow]:
             for add in port.additional_chassis:
                 add_unique(vtep if _chassis_is_vtep(add) else remote, add.name)
 
-    flows: list[PhysFlow] = []
+    flows: list[Flow] = []
     cookie = cookie_of(mc)
     m = match_outport(dp_key, mc.tunnel_key)
     has_local = bool(local_acts)
     if has_local:
         local_acts.append(load(C.LOG_OUTPORT, mc.tunnel_key))
-        flows.append(PhysFlow(C.T_LOCAL_OUTPUT, 100, m, local_acts, cookie, mc.uuid))
+        flows.append(Flow(C.T_LOCAL_OUTPUT, 100, m, local_acts, cookie))
     if remote or vtep or remote_acts:
         if remote_acts:
             remote_acts.append(load(C.LOG_OUTPORT, mc.tunnel_key))
@@ -109,5 +111,5 @@ def mc_group_flows(ctx: PhysicalContext, mc: Row) -> list[PhysFlow]:
         if remote_acts:
             if has_local:
                 remote_acts.append(Resubmit(C.T_LOCAL_OUTPUT))
-            flows.append(PhysFlow(C.T_REMOTE_OUTPUT, 100, m, remote_acts, cookie, mc.uuid))
+            flows.append(Flow(C.T_REMOTE_OUTPUT, 100, m, remote_acts, cookie))
     return flows

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import ipaddress
 
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts import SetField
 from physical import constants as C
 from physical.common import parse_mac
 from physical.inputs import PhysicalContext, Row, cookie_of
-from physical.ofbuild import PhysFlow, PMatch, SetField, load
+from physical.ofbuild import load
 
 
 def _xxreg0(ip6: int) -> list[tuple[str, int, int | None]]:
     return [(f"reg{i}", (ip6 >> (96 - 32 * i)) & 0xFFFFFFFF, None) for i in range(4)]
 
 
-def _neighbor_flows(ctx: PhysicalContext, row: Row, priority: int) -> list[PhysFlow]:
+def _neighbor_flows(ctx: PhysicalContext, row: Row, priority: int) -> list[Flow]:
     pb = ctx.port_bindings_by_name.get(row.logical_port)
     if pb is None or pb.datapath.tunnel_key not in ctx.local_datapaths:
         return []
@@ -42,31 +45,31 @@ def _neighbor_flows(ctx: PhysicalContext, row: Row, priority: int) -> list[PhysF
         return []
     cookie = cookie_of(row)
     flag = load(C.LOG_FLAGS, 1, C.MLF_LOOKUP_MAC_BIT, 1)
-    get_m = PMatch([*get_items, (C.LOG_DATAPATH, dp_key, None), (C.LOG_OUTPORT, pb.tunnel_key, None)])
-    lookup_m = PMatch([*lookup_items, (C.LOG_DATAPATH, dp_key, None),
+    get_m = Match([*get_items, (C.LOG_DATAPATH, dp_key, None), (C.LOG_OUTPORT, pb.tunnel_key, None)])
+    lookup_m = Match([*lookup_items, (C.LOG_DATAPATH, dp_key, None),
                        (C.LOG_INPORT, pb.tunnel_key, None), ("eth_src", mac, None)])
-    return [PhysFlow(C.T_MAC_BINDING, priority, get_m, [SetField("eth_dst", mac), flag], cookie, row.uuid),
-            PhysFlow(C.T_MAC_LOOKUP, priority, lookup_m, [flag], cookie, row.uuid)]
+    return [Flow(C.T_MAC_BINDING, priority, get_m, [SetField("eth_dst", mac), flag], cookie),
+            Flow(C.T_MAC_LOOKUP, priority, lookup_m, [flag], cookie)]
 
 
-def mac_binding_flows(ctx: PhysicalContext, mb: Row) -> list[PhysFlow]:
+def mac_binding_flows(ctx: PhysicalContext, mb: Row) -> list[Flow]:
     return _neighbor_flows(ctx, mb, 100)
 
 
-def static_mac_binding_flows(ctx: PhysicalContext, smb: Row) -> list[PhysFlow]:
+def static_mac_binding_flows(ctx: PhysicalContext, smb: Row) -> list[Flow]:
     return _neighbor_flows(ctx, smb, 150 if smb.override_dynamic_mac else 50)
 
 
-def fdb_flows(ctx: PhysicalContext, fdb: Row) -> list[PhysFlow]:
+def fdb_flows(ctx: PhysicalContext, fdb: Row) -> list[Flow]:
     if fdb.dp_key not in ctx.local_datapaths:
         return []
     mac = parse_mac(fdb.mac)
     if mac is None:
         return []
     cookie = cookie_of(fdb)
-    get_m = PMatch([(C.LOG_DATAPATH, fdb.dp_key, None), ("eth_dst", mac, None)])
-    lookup_m = PMatch([(C.LOG_DATAPATH, fdb.dp_key, None), ("eth_src", mac, None),
+    get_m = Match([(C.LOG_DATAPATH, fdb.dp_key, None), ("eth_dst", mac, None)])
+    lookup_m = Match([(C.LOG_DATAPATH, fdb.dp_key, None), ("eth_src", mac, None),
                        (C.LOG_INPORT, fdb.port_key, None)])
-    return [PhysFlow(C.T_GET_FDB, 100, get_m, [load(C.LOG_OUTPORT, fdb.port_key)], cookie, fdb.uuid),
-            PhysFlow(C.T_LOOKUP_FDB, 100, lookup_m,
-                     [load(C.LOG_FLAGS, 1, C.MLF_LOOKUP_FDB_BIT, 1)], cookie, fdb.uuid)]
+    return [Flow(C.T_GET_FDB, 100, get_m, [load(C.LOG_OUTPORT, fdb.port_key)], cookie),
+            Flow(C.T_LOOKUP_FDB, 100, lookup_m,
+                 [load(C.LOG_FLAGS, 1, C.MLF_LOOKUP_FDB_BIT, 1)], cookie)]

@@ -11,10 +11,13 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts import Action, Resubmit
 from physical import constants as C
 from physical.common import parse_mac
 from physical.inputs import PhysicalContext, Row, bound_chassis, cookie_of, same_chassis
-from physical.ofbuild import Action, PhysFlow, PMatch, Resubmit, load
+from physical.ofbuild import load
 
 
 @dataclass(slots=True)
@@ -63,14 +66,14 @@ def _ip_items(name: str, addr: int, plen: int, width: int) -> tuple[str, int, in
     return (name, addr & mask, mask)
 
 
-def port_security_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
+def port_security_flows(ctx: PhysicalContext, pb: Row) -> list[Flow]:
     if not same_chassis(bound_chassis(pb), ctx.chassis) or not pb.port_security:
         return []
     addrs = [a for a in (extract_lsp_addresses(t) for t in pb.port_security) if a is not None]
     if not addrs:
         return []
     cookie = cookie_of(pb)
-    flows: list[PhysFlow] = []
+    flows: list[Flow] = []
     dp, key = pb.datapath.tunnel_key, pb.tunnel_key
     deny: list[Action] = [load(C.LOG_FLAGS, 1, C.MLF_CHECK_PORT_SEC_BIT, 1)]
     allow: list[Action] = [load(C.LOG_FLAGS, 0, C.MLF_CHECK_PORT_SEC_BIT, 1)]
@@ -80,7 +83,7 @@ def port_security_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
 
     def add(table: int, prio: int, items: Sequence[tuple[str, int, int | None]],
             acts: list[Action]) -> None:
-        flows.append(PhysFlow(table, prio, PMatch(items), acts, cookie, pb.uuid))
+        flows.append(Flow(table, prio, Match(items), acts, cookie))
 
     arp = [("eth_type", C.ETH_TYPE_ARP, None)]
     ip4 = [("eth_type", C.ETH_TYPE_IP, None)]

@@ -9,30 +9,30 @@ from __future__ import annotations
 
 import functools
 
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from ofctrl.ofpacts import (Action, Bundle, CheckPktLarger, Clone, Conjunction, CtClear, Output,
+                            PopVlan, PushVlan, Resubmit, SetField, SetNwTtl)
 from physical import constants as C
 from physical.common import (clear_log_regs, drop_actions, encapsulation, first_pb_mac,
                              ingress_metadata, match_outport, parse_mac, zone_loads)
 from physical.inputs import (ChassisTunnel, LocalDatapath, PhysicalContext, Row,
                              bound_chassis, cookie_of, opt1, same_chassis)
-from physical.ofbuild import (Action, BundleActiveBackup, CheckPktLarger, Clone,
-                              Conjunction, ControllerOp, CtClear, Output, PhysFlow, PMatch,
-                              PopVlan, PushVlan, Resubmit, SetField, SetIpTtl, StackPop, StackPush,
-                              load)
+from physical.ofbuild import controller_op, load, pop, push, sub
 
 
 class _Out:
     """Collects the flows of one Port_Binding."""
-    __slots__ = ("flows", "cookie", "owner")
+    __slots__ = ("flows", "cookie")
 
     def __init__(self, pb: Row) -> None:
-        self.flows: list[PhysFlow] = []
+        self.flows: list[Flow] = []
         self.cookie = cookie_of(pb)
-        self.owner = pb.uuid
 
-    def add(self, table: int, prio: int, match: PMatch, actions: list[Action],
+    def add(self, table: int, prio: int, match: Match, actions: list[Action],
             cookie: int | None = None) -> None:
-        self.flows.append(PhysFlow(table, prio, match, actions,
-                                   self.cookie if cookie is None else cookie, self.owner))
+        self.flows.append(Flow(table, prio, match, actions,
+                               self.cookie if cookie is None else cookie))
 
 
 # ----------------------------------------------------------------------
@@ -152,8 +152,8 @@ def remote_tunnels(ctx: PhysicalContext, pb: Row) -> list[ChassisTunnel]:
 # ----------------------------------------------------------------------
 
 def _in_port_none_resubmit() -> list[Action]:
-    return [StackPush("in_port"), load("in_port", C.OFPP_NONE, 0, 16),
-            Resubmit(C.T_LOG_TO_PHY), StackPop("in_port")]
+    return [push("in_port"), load("in_port", C.OFPP_NONE, 0, 16),
+            Resubmit(C.T_LOG_TO_PHY), pop("in_port")]
 
 
 def _local_common_flows(ctx: PhysicalContext, out: _Out, dp_key: int, pb: Row,
@@ -162,7 +162,7 @@ def _local_common_flows(ctx: PhysicalContext, out: _Out, dp_key: int, pb: Row,
     out.add(C.T_LOCAL_OUTPUT, 100, match_outport(dp_key, port_key),
             [*zone_loads(zones), Resubmit(C.T_CHECK_LOOPBACK)])
     out.add(C.T_CHECK_LOOPBACK, 100,
-            PMatch([(C.LOG_DATAPATH, dp_key, None), (C.LOG_FLAGS, 0, C.MLF_ALLOW_LOOPBACK),
+            Match([(C.LOG_DATAPATH, dp_key, None), (C.LOG_FLAGS, 0, C.MLF_ALLOW_LOOPBACK),
                     (C.LOG_INPORT, port_key, None), (C.LOG_OUTPORT, port_key, None)]),
             drop_actions(ctx.debug, C.T_CHECK_LOOPBACK))
     m = match_outport(dp_key, port_key)
@@ -185,7 +185,7 @@ def _push_vlan(options: dict[str, str] | None, tag: int) -> list[Action]:
     return [PushVlan(ethertype), SetField("vlan_vid", tag | 0x1000)]
 
 
-def _vlan_match(m: PMatch, tag: int) -> PMatch:
+def _vlan_match(m: Match, tag: int) -> Match:
     if tag:
         return m.with_field("vlan_tci", 0x1000 | tag, 0x1FFF)
     return m.with_field("vlan_tci", 0, 0x1000)
@@ -200,14 +200,14 @@ def _replace_chassis_mac_flows(ctx: PhysicalContext, out: _Out, localnet: Row,
         if rmac is None:
             return
         rcookie = cookie_of(rport)
-        m = _vlan_match(PMatch([("in_port", ofport, None),
+        m = _vlan_match(Match([("in_port", ofport, None),
                                 ("conj_id", C.CHASSIS_MAC_TO_ROUTER_MAC_CONJID, None)]), tag)
         acts: list[Action] = [PopVlan()] if tag else []
         acts += ingress_metadata(localnet, zones)
         acts += [SetField("eth_src", rmac), Resubmit(C.T_LOG_INGRESS)]
         out.add(C.T_PHY_TO_LOG, 180, m, acts, cookie=rcookie)
-        out.add(C.T_PHY_TO_LOG, 180, _vlan_match(PMatch(), tag),
-                [Conjunction(C.CHASSIS_MAC_TO_ROUTER_MAC_CONJID, 1, 2)], cookie=rcookie)
+        out.add(C.T_PHY_TO_LOG, 180, _vlan_match(Match(), tag),
+                [Conjunction(C.CHASSIS_MAC_TO_ROUTER_MAC_CONJID, 2, 2)], cookie=rcookie)
 
 
 def chassis_mac_for_network(chassis: Row, network: str) -> int | None:
@@ -258,11 +258,11 @@ def _activation_strategy(ctx: PhysicalContext, out: _Out, pb: Row, dp_key: int,
                 and (dp_key, port_key) not in ctx.activated_ports):
             if strategy == "rarp":
                 out.add(C.T_PHY_TO_LOG, 1010,
-                        PMatch([("eth_type", C.ETH_TYPE_RARP, None), ("in_port", ofport, None)]),
+                        Match([("eth_type", C.ETH_TYPE_RARP, None), ("in_port", ofport, None)]),
                         [*ingress_metadata(pb, zones),
-                         ControllerOp(C.ACTION_OPCODE_ACTIVATION_STRATEGY_RARP),
+                         controller_op(C.ACTION_OPCODE_ACTIVATION_STRATEGY_RARP),
                          Resubmit(C.T_LOG_INGRESS)])
-                out.add(C.T_PHY_TO_LOG, 1000, PMatch([("in_port", ofport, None)]), [])
+                out.add(C.T_PHY_TO_LOG, 1000, Match([("in_port", ofport, None)]), [])
                 out.add(C.T_LOG_TO_PHY, 1000, match_outport(dp_key, port_key), [])
         return
 
@@ -288,27 +288,27 @@ def _pkt_too_big_flows(ctx: PhysicalContext, out: _Out, pb: Row, mcp: Row,
     for is_ipv6 in (False, True):
         eth_type = C.ETH_TYPE_IPV6 if is_ipv6 else C.ETH_TYPE_IP
         for reg in (C.LOG_INPORT, C.LOG_OUTPORT):
-            m = PMatch([("eth_type", eth_type, None), (C.LOG_DATAPATH, dp_key, None),
+            m = Match([("eth_type", eth_type, None), (C.LOG_DATAPATH, dp_key, None),
                         (reg, mcp.tunnel_key, None)])
             out.add(C.T_LARGE_PKT_DETECT, 100, m,
-                    [CheckPktLarger(mtu, "reg9", 1), Resubmit(C.T_LARGE_PKT_PROCESS)])
+                    [CheckPktLarger(mtu, sub("reg9", 1, 1)), Resubmit(C.T_LARGE_PKT_PROCESS)])
             src, dst = ("ipv6_src", "ipv6_dst") if is_ipv6 else ("ip_src", "ip_dst")
             frag_mtu = mtu - C.ETHERNET_OVERHEAD
             if is_ipv6:
                 icmp: list[Action] = [SetField("icmpv6_type", 2), SetField("icmpv6_code", 0)]
-                put_mtu = ControllerOp(C.ACTION_OPCODE_PUT_ICMP6_FRAG_MTU, pause=True,
-                                       payload=frag_mtu.to_bytes(4, "big"))
+                put_mtu = controller_op(C.ACTION_OPCODE_PUT_ICMP6_FRAG_MTU, pause=True,
+                                        payload=frag_mtu.to_bytes(4, "big"))
             else:
                 icmp = [SetField("icmp_type", 3), SetField("icmp_code", 4)]
-                put_mtu = ControllerOp(C.ACTION_OPCODE_PUT_ICMP4_FRAG_MTU, pause=True,
-                                       payload=frag_mtu.to_bytes(2, "big"))
+                put_mtu = controller_op(C.ACTION_OPCODE_PUT_ICMP4_FRAG_MTU, pause=True,
+                                        payload=frag_mtu.to_bytes(2, "big"))
             inner: list[Action] = [
                 SetField("reg9", 0, 2), SetField(C.LOG_FLAGS, 1, 1),
-                StackPush("eth_dst"), StackPush("eth_src"), StackPop("eth_dst"), StackPop("eth_src"),
-                StackPush(dst), StackPush(src), StackPop(dst), StackPop(src),
-                SetIpTtl(255), *icmp, put_mtu, Resubmit(C.T_LOG_INGRESS)]
+                push("eth_dst"), push("eth_src"), pop("eth_dst"), pop("eth_src"),
+                push(dst), push(src), pop(dst), pop(src),
+                SetNwTtl(255), *icmp, put_mtu, Resubmit(C.T_LOG_INGRESS)]
             out.add(C.T_LARGE_PKT_PROCESS, 100, m.with_field("reg9", 2, 2),
-                    [ControllerOp(C.ACTION_OPCODE_ICMP, pause=True, nested=tuple(inner))])
+                    [controller_op(C.ACTION_OPCODE_ICMP, pause=True, nested=inner)])
 
 
 def _enforce_tunneling_for_multichassis(ctx: PhysicalContext, out: _Out, ld: LocalDatapath,
@@ -335,7 +335,7 @@ def _enforce_tunneling_for_multichassis(ctx: PhysicalContext, out: _Out, ld: Loc
 # ----------------------------------------------------------------------
 
 def _redirect_bridged(ctx: PhysicalContext, out: _Out, pb: Row, ld: LocalDatapath,
-                      m: PMatch) -> None:
+                      m: Match) -> None:
     if pb.type != "chassisredirect":
         return
     mac = first_pb_mac(pb)
@@ -358,7 +358,7 @@ def _redirect_bridged(ctx: PhysicalContext, out: _Out, pb: Row, ld: LocalDatapat
              load(C.LOG_OUTPORT, ln.tunnel_key), Resubmit(C.T_LOG_TO_PHY)])
 
 
-def _redirect_overlay(ctx: PhysicalContext, out: _Out, pb: Row, m: PMatch) -> None:
+def _redirect_overlay(ctx: PhysicalContext, out: _Out, pb: Row, m: Match) -> None:
     tuns = remote_tunnels(ctx, pb)
     if not tuns:
         return
@@ -372,7 +372,7 @@ def _redirect_overlay(ctx: PhysicalContext, out: _Out, pb: Row, m: PMatch) -> No
 
 
 def _redirect_overlay_ha(ctx: PhysicalContext, out: _Out, pb: Row, ordered: list[Row],
-                         m: PMatch) -> None:
+                         m: Match) -> None:
     tun: ChassisTunnel | None = None
     for ch in ordered:
         t = ctx.find_tunnel(ch.name)
@@ -391,7 +391,7 @@ def _redirect_overlay_ha(ctx: PhysicalContext, out: _Out, pb: Row, ordered: list
         if len(members) >= 2048:
             break
         members.append(t.ofport)
-    acts.append(BundleActiveBackup(tuple(members)))
+    acts.append(Bundle(tuple(members)))
     out.add(C.T_REMOTE_OUTPUT, 100, m, acts)
 
 
@@ -399,7 +399,7 @@ def _redirect_overlay_ha(ctx: PhysicalContext, out: _Out, pb: Row, ordered: list
 # consider_port_binding
 # ----------------------------------------------------------------------
 
-def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
+def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[Flow]:
     """All physical flows owned by one Port_Binding on this chassis."""
     dp_key = pb.datapath.tunnel_key
     port_key = pb.tunnel_key
@@ -476,7 +476,7 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
     if access == "local":
         zones = ctx.zone_ids(pb)
         _local_common_flows(ctx, out, dp_key, pb, parent if nested else None, zones)
-        m = PMatch([("in_port", ofport, None)])
+        m = Match([("in_port", ofport, None)])
         pre: list[Action] = []
         if tag or ptype in ("localnet", "l2gateway"):
             if nested:
@@ -526,7 +526,7 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[PhysFlow]:
                             .with_field("eth_dst", mac), fwd)
         if ptype == "localport":
             out.add(C.T_REMOTE_OUTPUT, 150,
-                    PMatch([(C.LOG_INPORT, port_key, None), (C.LOG_DATAPATH, dp_key, None)]),
+                    Match([(C.LOG_INPORT, port_key, None), (C.LOG_DATAPATH, dp_key, None)]),
                     [Resubmit(C.T_LOCAL_OUTPUT)])
         # Fall through: a local port whose main (or another additional)
         # chassis is elsewhere is also cloned over tunnels below.

@@ -6,7 +6,8 @@ import types
 import uuid
 from typing import Any
 
-from physical import ChassisTunnel, LocalDatapath, PhysicalContext, TunnelType
+from ofctrl.flow import Flow
+from physical import ChassisTunnel, LocalDatapath, PhysicalContext, TunnelType, flow_to_string
 
 NS = types.SimpleNamespace
 
@@ -83,5 +84,6 @@ def context(pbs: list[NS], dps: list[NS] | None = None, **kw: Any) -> PhysicalCo
     return PhysicalContext(**args)
 
 
-def lines(flows: list[Any], names: dict[int, str] | None = None) -> list[str]:
-    return sorted(f.to_string(PORT_NAMES if names is None else names) for f in flows)
+def lines(flows: list[Flow], names: dict[int, str] | None = None) -> list[str]:
+    """Sorted dump-flows text of ``flows`` (port names from PORT_NAMES by default)."""
+    return sorted(flow_to_string(f, PORT_NAMES if names is None else names) for f in flows)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from physical import ChassisTunnel, TunnelType, port_binding_flows
-from physical.ofbuild import PhysFlow
+from ofctrl.flow import Flow
+from ofctrl.match import Match
+from physical import ChassisTunnel, TunnelType, flow_to_string, port_binding_flows
 
 from tests.physical.fakes import (GENEVE_HV2, HV1, HV2, HV3, LR0, LS_A, LS_B, LS_PUB, NS,
                                   context, lines, pb, row)
@@ -37,7 +38,7 @@ def _ctx(**kw: Any) -> Any:
 
 def test_local_vif_matches_c_agent() -> None:
     flows = port_binding_flows(_ctx(), P1)
-    assert all(isinstance(f, PhysFlow) and f.owner == P1.uuid and f.cookie == 0x21FB6A5A
+    assert all(isinstance(f, Flow) and isinstance(f.match, Match) and f.cookie == 0x21FB6A5A
                for f in flows)
     assert lines(flows) == sorted([
         "priority=100,in_port=\"vif-a1\" actions=set_field:0x2->reg13,set_field:0x6->reg11,"
@@ -204,9 +205,7 @@ def test_unused_row_helper() -> None:
 
 
 def test_multichassis_port_tunnels_and_pmtud_flows() -> None:
-    from ofctrl.ofpacts import Controller
-
-    from physical.to_ofctrl import to_ofctrl_flow
+    from ofctrl.ofpacts import Controller, SetNwTtl, decode_actions
     mcp = pb("mc", "00000000-0000-0000-0000-0000000000af", LS_PUB, 6, chassis=[HV1],
              additional_chassis=[HV2])
     remote = pb("r", "00000000-0000-0000-0000-0000000000b0", LS_PUB, 7, chassis=[HV2])
@@ -222,10 +221,16 @@ def test_multichassis_port_tunnels_and_pmtud_flows() -> None:
     big = [f for f in flows if f.table == 38]
     assert len(big) == 4
     for f in big:
-        text = f.to_string()
+        text = flow_to_string(f)
         assert ",reg9=0x2/0x2," in text and text.endswith(",pause)")
-        converted = to_ofctrl_flow(f)
-        assert isinstance(converted.actions[0], Controller)
+        (ctl,) = f.actions
+        assert isinstance(ctl, Controller) and ctl.pause
+        # userdata: ICMP opcode, padding, then the nested OF1.5 actions.
+        assert ctl.userdata[:8] == bytes.fromhex("0000000a00000000")
+        nested = decode_actions(ctl.userdata[8:])
+        assert SetNwTtl(255) in nested
+        inner = [a for a in nested if isinstance(a, Controller)]
+        assert len(inner) == 1 and inner[0].pause
 
 
 def test_lport_update_dependencies() -> None:
