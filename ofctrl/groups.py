@@ -32,6 +32,7 @@ from ofctrl.messages import GROUP_TYPES, GroupBucket
 log = structlog.get_logger("ofctrl.groups")
 
 MAX_EXT_TABLE_ID = 65535
+EXT_TABLE_ID_INVALID = 0
 
 
 class ExtendInfo:
@@ -45,6 +46,11 @@ class ExtendInfo:
             peer.peer = self
         self.owners: set[Hashable] = set()
         self.spec = spec
+
+    @property
+    def lflows(self) -> set[Hashable]:
+        """The owners (alias used by controller.lflow's ExtendTable)."""
+        return self.owners
 
     def __repr__(self) -> str:
         return "ExtendInfo(%r, id=%d)" % (self.name, self.table_id)
@@ -82,8 +88,9 @@ class ExtendTable:
             heapq.heappush(self._free, i)
 
     # ------------------------------------------------------------ desired
-    def assign_id(self, name: str, owner: Hashable, spec: Any = None) -> int | None:
-        """Id for `name`, referenced by `owner`; None when ids run out."""
+    def assign_id(self, name: str, owner: Hashable, spec: Any = None) -> int:
+        """Id for `name`, referenced by `owner`; EXT_TABLE_ID_INVALID (0)
+        when ids run out."""
         e = self.desired.get(name)
         if e is None:
             ex = self.existing.get(name)
@@ -94,7 +101,7 @@ class ExtendTable:
                 new_id = self._alloc_id()
                 if new_id is None:
                     log.error("out of table ids", name=name)
-                    return None
+                    return EXT_TABLE_ID_INVALID
                 table_id = new_id
             e = ExtendInfo(name, table_id, ex, spec)
             self.desired[name] = e
@@ -106,6 +113,9 @@ class ExtendTable:
 
     def desired_lookup(self, name: str) -> ExtendInfo | None:
         return self.desired.get(name)
+
+    def desired_by_id(self) -> dict[int, ExtendInfo]:
+        return {e.table_id: e for e in self.desired.values()}
 
     def remove_desired(self, owner: Hashable) -> None:
         """Forget `owner`'s references; entries nobody references go away."""
@@ -141,7 +151,16 @@ class ExtendTable:
         """Installed entries no longer desired."""
         return (e for e in list(self.existing.values()) if e.peer is None)
 
-    def remove_existing(self, e: ExtendInfo) -> None:
+    def installed_unwanted(self) -> Iterator[ExtendInfo]:
+        """Alias of `unneeded` (controller.lflow ExtendTable API)."""
+        return self.unneeded()
+
+    def remove_existing(self, e: "ExtendInfo | str") -> None:
+        if isinstance(e, str):
+            found = self.existing.get(e)
+            if found is None:
+                return
+            e = found
         if self.existing.get(e.name) is e:
             del self.existing[e.name]
         if e.peer is not None:
@@ -218,8 +237,83 @@ def hash_fields(items: Sequence[tuple[str, int | None]]) -> bytes:
     return out
 
 
+def _parse_mask(text: str) -> int:
+    import ipaddress
+
+    if text.startswith("0x") or text.isdigit():
+        return int(text, 0)
+    if text.count(":") == 5 and all(len(p) == 2 for p in text.split(":")):
+        return int(text.replace(":", ""), 16)
+    return int(ipaddress.ip_address(text))
+
+
+def parse_group_spec(text: str) -> GroupSpec:
+    """A GroupSpec from ovs-ofctl group syntax (what the C agent uses as the
+    group's name): `type=select,selection_method=dp_hash,fields(ip_src),
+    bucket=bucket_id=0,weight:100,actions=...,bucket=...`.  ValueError if
+    the text cannot be parsed."""
+    from ofctrl.fields import lookup
+    from ofctrl.ofpacts.parse import parse_actions, split_top
+
+    gtype = "all"
+    method: str | None = None
+    param = 0
+    field_items: list[tuple[str, int | None]] = []
+    fields_text = ""
+    buckets: list[Bucket] = []
+    cur: list[str] | None = None
+    bucket_texts: list[list[str]] = []
+    for item in split_top(text):
+        item = item.strip()
+        if item.startswith("bucket="):
+            cur = [item[len("bucket="):]]
+            bucket_texts.append(cur)
+        elif cur is not None:
+            cur.append(item)
+        elif item.startswith("type="):
+            gtype = item[5:]
+        elif item.startswith("selection_method="):
+            method = item[len("selection_method="):]
+        elif item.startswith("selection_method_param="):
+            param = int(item[len("selection_method_param="):], 0)
+        elif item.startswith("fields(") and item.endswith(")") or item.startswith("fields="):
+            inner = item[7:-1] if item.startswith("fields(") else item[7:]
+            fields_text = inner
+            for fld in split_top(inner):
+                name, _, mask = fld.strip().partition("=")
+                field_items.append((lookup(name).name, _parse_mask(mask) if mask else None))
+        elif item.startswith("group_id="):
+            continue
+        else:
+            raise ValueError("unknown group spec item %r" % item)
+    if gtype not in GROUP_TYPES:
+        raise ValueError("unknown group type %r" % gtype)
+    for n, parts in enumerate(bucket_texts):
+        bucket_id = n
+        weight: int | None = None
+        acts_text: str | None = None
+        for i, part in enumerate(parts):
+            if part.startswith("actions="):
+                acts_text = ",".join([part[len("actions="):]] + parts[i + 1:])
+                break
+            key, sep, value = part.replace(":", "=", 1).partition("=")
+            if key == "bucket_id" and sep:
+                bucket_id = int(value, 0)
+            elif key == "weight" and sep:
+                weight = int(value, 0)
+            elif key in ("watch_port", "watch_group"):
+                raise ValueError("%s is not supported" % key)
+            else:
+                acts_text = ",".join(parts[i:])
+                break
+        acts = tuple(parse_actions(acts_text)) if acts_text else ()
+        buckets.append(Bucket(bucket_id, acts, weight))
+    return GroupSpec(gtype, tuple(buckets), method, param, hash_fields(field_items) if field_items else b"",
+                     fields_text)
+
+
 class GroupTable(ExtendTable):
-    def assign_group(self, spec: GroupSpec, owner: Hashable, name: str | None = None) -> int | None:
+    def assign_group(self, spec: GroupSpec, owner: Hashable, name: str | None = None) -> int:
         """Id of the group `spec` (named by its text unless `name` given)."""
         return self.assign_id(name if name is not None else spec.to_string(), owner, spec)
 

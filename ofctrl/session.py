@@ -38,7 +38,7 @@ from ofctrl import messages as m
 from ofctrl.connection import Connection, RateLimit, Target
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
-from ofctrl.groups import GroupTable
+from ofctrl.groups import GroupTable, parse_group_spec
 from ofctrl.installed import InstalledFlowTable, update_by_compare, update_by_track
 from ofctrl.meters import MeterConfig, MeterTable
 
@@ -406,11 +406,17 @@ class OfctrlSession:
             self.initial_clear = False
 
         for e in self.groups.uninstalled():
-            spec = e.spec
-            if spec is None or e.name in self.rejected_groups:
-                if spec is None:
-                    log.error("group has no spec", name=e.name)
+            if e.name in self.rejected_groups:
                 continue
+            spec = e.spec
+            if spec is None:
+                # Named by its ovs-ofctl text, as the C agent does: parse it once.
+                try:
+                    spec = e.spec = parse_group_spec(e.name)
+                except Exception as exc:  # any parse failure: log, skip the group
+                    if self._error_rl.allow():
+                        log.error("new group", error=str(exc), group=e.name)
+                    continue
             xids: list[int] = []
 
             def gen_xid() -> Any:

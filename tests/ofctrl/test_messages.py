@@ -163,3 +163,39 @@ def test_group_hash_fields_print() -> None:
     msg = m.group_mod(16, m.OFPGC15_ADD, m.OFPGT_SELECT, 7, [m.GroupBucket(0, out2, 100)],
                       selection_method="hash", fields=f)
     assert "selection_method=hash,fields(ip_src,ip_dst=255.255.255.0,tcp_src),bucket=bucket_id:0" in ofp_print(msg)
+
+
+LB_GROUP = ("type=select,selection_method=dp_hash,bucket=bucket_id=0,weight:100,actions=ct(nat(dst=10.0.0.2:80),"
+            "commit,table=15,zone=NXM_NX_REG13[0..15],exec(set_field:0x2/0x2->ct_mark)),bucket=bucket_id=1,"
+            "weight:100,actions=ct(nat(dst=10.0.0.3:80),commit,table=15,zone=NXM_NX_REG13[0..15],"
+            "exec(set_field:0x2/0x2->ct_mark))")
+
+
+@pytest.mark.skipif(not HAVE_OFCTL, reason="ovs-ofctl not installed")
+@pytest.mark.parametrize("text,expect", [
+    (LB_GROUP, "ADD group_id=7,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=ct(commit,"
+               "table=15,zone=NXM_NX_REG13[0..15],nat(dst=10.0.0.2:80),exec(set_field:0x2/0x2->ct_mark)),"
+               "bucket=bucket_id:1,weight:100,actions=ct(commit,table=15,zone=NXM_NX_REG13[0..15],"
+               "nat(dst=10.0.0.3:80),exec(set_field:0x2/0x2->ct_mark))"),
+    ("type=select,selection_method=hash,fields(ip_src,ip_dst,tp_src,tp_dst),bucket=bucket_id=0,weight:100,"
+     "actions=resubmit(,9)", "type=select,selection_method=hash,fields(ip_src,ip_dst,tcp_src,tcp_dst),"
+                             "bucket=bucket_id:0,weight:100,actions=resubmit(,9)"),
+    ("type=all,bucket=output:1,bucket=bucket_id:5,actions=resubmit(,9),output:2",
+     "type=all,bucket=bucket_id:0,actions=output:1,bucket=bucket_id:5,actions=resubmit(,9),output:2"),
+])
+def test_parse_group_spec_round_trips_through_ovs(text: str, expect: str) -> None:
+    from ofctrl.groups import parse_group_spec
+
+    g = parse_group_spec(text)
+    msg = m.group_mod(1, m.OFPGC15_ADD, g.type_code(), 7, g.wire_buckets(), selection_method=g.selection_method,
+                      fields=g.fields)
+    assert expect in ofp_print(msg)
+
+
+def test_parse_group_spec_errors() -> None:
+    from ofctrl.groups import parse_group_spec
+
+    with pytest.raises(ValueError):
+        parse_group_spec("type=bogus,bucket=output:1")
+    with pytest.raises(ValueError):
+        parse_group_spec("color=blue")

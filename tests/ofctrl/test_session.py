@@ -439,3 +439,14 @@ def test_meter_error_logged_without_reconnect(env: Env) -> None:
     assert env.sess.conn.seqno == 1
     assert len(env.sw.flows) == 2
     assert env.sess.in_flight() == 0
+
+
+def test_group_named_by_ovs_text_is_parsed(env: Env) -> None:
+    from tests.ofctrl.test_messages import LB_GROUP
+
+    gid = env.groups.assign_id(LB_GROUP, "lb")
+    env.groups.assign_id("type=select,bucket=bogus_action:1", "bad")
+    env.lflows.add(Flow(10, 100, OxmMatch(reg0=1), (Group(gid),)), owner="lb")
+    env.settle()
+    assert list(env.sw.groups) == [gid]
+    assert env.sw.flow_set() == expected(env.lflows)
