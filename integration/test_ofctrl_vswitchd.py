@@ -366,3 +366,28 @@ def test_ct_flushes_accepted(vsd: Vswitchd) -> None:
         assert vsd.dump() == expected(lflows)
     finally:
         sess.close()
+
+
+def test_lb_group_by_ovs_text(vsd: Vswitchd) -> None:
+    from ofctrl.groups import GroupTable
+
+    text = ("type=select,selection_method=dp_hash,bucket=bucket_id=0,weight:100,actions=ct(nat(dst=10.0.0.2:80),"
+            "commit,table=15,zone=NXM_NX_REG13[0..15],exec(set_field:0x2/0x2->ct_mark)),bucket=bucket_id=1,"
+            "weight:100,actions=ct(nat(dst=[fd0f::3]:8080),commit,table=15,zone=NXM_NX_REG13[0..15],"
+            "exec(set_field:0x2/0x2->ct_mark))")
+    groups = GroupTable()
+    lflows, pflows = DesiredFlowTable([groups]), DesiredFlowTable()
+    gid = groups.assign_id(text, "lb")
+    lflows.add(Flow(10, 100, Match([("reg14", 1, None)]), (Group(gid),)), "lb")
+    sess = OfctrlSession(vsd.target, groups=groups)
+    try:
+        pump(sess, lflows, pflows, lambda: True)
+        assert sess.errors == []
+        gdump = vsd.ofctl("dump-groups", "br-int")
+        assert ("group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=ct(commit,"
+                "table=15,zone=NXM_NX_REG13[0..15],nat(dst=10.0.0.2:80),exec(set_field:0x2/0x2->ct_mark)),"
+                "bucket=bucket_id:1,weight:100,actions=ct(commit,table=15,zone=NXM_NX_REG13[0..15],"
+                "nat(dst=[fd0f::3]:8080),exec(set_field:0x2/0x2->ct_mark))") in gdump
+        assert vsd.dump() == expected(lflows)
+    finally:
+        sess.close()
