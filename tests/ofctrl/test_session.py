@@ -388,6 +388,13 @@ def test_echo_request_answered_and_probe_sent() -> None:
     for _ in range(5):
         e.step(put=False)
     assert any(g[1] == m.OFPT_ECHO_REPLY and m.HEADER.unpack_from(g)[3] == 4242 and g[8:] == b"hi" for g in got)
+    # Idle for longer than the probe interval: we send our own echo request.
+    deadline = time.time() + 3
+    while time.time() < deadline and not any(g[1] == m.OFPT_ECHO_REQUEST for g in got):
+        e.step(put=False)
+        time.sleep(0.01)
+    assert any(g[1] == m.OFPT_ECHO_REQUEST for g in got)
+    assert e.sess.conn.seqno == 1  # the switch answered: still the same connection
     e.close()
 
 
