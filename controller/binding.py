@@ -645,7 +645,7 @@ def binding_run(ctx: BindingCtx, rt: RuntimeData) -> None:
         return
     b = Binder(ctx, rt, track=False)
     b.build_local_bindings()
-    localnets, externals = [], []
+    localnets, externals, multichassis = [], [], []
     for pb in list(ctx.pb_rows.values()):
         if not b.consider(pb):
             continue
@@ -653,8 +653,14 @@ def binding_run(ctx: BindingCtx, rt: RuntimeData) -> None:
             localnets.append(pb)
         elif pb.type == "external":
             externals.append(pb)
+        elif pb.type == "" and pb.additional_chassis:
+            multichassis.append(pb)
     b.finish_localnet(localnets)
     b.finish_external(externals)
+    for pb in multichassis:
+        ld = rt.local_datapaths.get(pb.datapath.uuid) if pb.datapath is not None else None
+        if ld is not None:
+            ld.multichassis_ports[pb.logical_port] = pb
     # Forget claim timestamps older than the threshold.
     for name in [n for n, ts in rt.claim_ts.items()
                  if ctx.now_ms - ts >= CLAIM_TIME_THRESHOLD_MS]:

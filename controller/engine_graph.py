@@ -95,7 +95,7 @@ GRAPH: dict[str, list[Edge]] = {
         # Datapath changes that matter come through runtime_data.
         ("SB_datapath_binding", "noop"),
         ("runtime_data", "runtime_data"), ("SB_encap", None), ("OVS_open_vswitch", None),
-        ("OVS_bridge", None), ("OVS_interface", None),
+        ("OVS_bridge", None), ("OVS_interface", "ovs_interface"),
         ("OVS_flow_sample_collector_set", "flow_sample_collector_set"),
         ("SB_sb_global", "sb_global"), ("SB_ha_chassis_group", None),
         ("mff_ovn_geneve", None),

@@ -18,13 +18,35 @@ from typing import Any, Callable, Mapping
 import structlog
 
 import physical
-from controller.binding import iface_ofport
+from controller.binding import TUNNEL_TYPES, iface_ofport
 from controller.coverage import COVERAGE
-from controller.engine import HandlerFn, Node
+from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
+                               HandlerFn, Node)
 from controller.engine_nodes import AgentState
-from controller.local_data import opt_first
+from controller.local_data import TrackedType, opt_first
+from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
-from physical.to_ofctrl import add_to_desired
+
+_phys: Any = physical     # attribute access below works with both physical/ API shapes
+
+
+def _load_all(table: DesiredFlowTable, built: Any) -> None:
+    """Load ``physical.build_all`` output (``OwnedFlows`` groups, or the older
+    owner-tagged ``PhysFlow`` list)."""
+    if hasattr(_phys, "OwnedFlows"):
+        _phys.add_to_desired(table, built)
+    else:
+        import physical.to_ofctrl as conv
+        conv.add_to_desired(table, built)
+
+
+def add_to_desired(table: DesiredFlowTable, flows: Any, owner: Any = None) -> None:
+    """Load the flows of one builder call under ``owner``."""
+    if hasattr(_phys, "OwnedFlows"):
+        _phys.add_to_desired(table, [_phys.OwnedFlows(owner, list(flows))])
+    else:
+        import physical.to_ofctrl as conv
+        conv.add_to_desired(table, flows)
 
 log = structlog.get_logger("physical")
 
@@ -59,7 +81,9 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
         lds[ld.key] = physical.LocalDatapath(
             datapath=ld.datapath, is_switch=ld.is_switch, is_transit_switch=ld.is_transit_switch,
             localnet_port=ld.localnet_port, peer_ports=list(ld.peer_ports),
-            external_ports=dict(ld.external_ports), multichassis_ports=dict(ld.multichassis_ports))
+            external_ports=dict(ld.external_ports),
+            # shared on purpose: physical.lport_update keeps it current
+            multichassis_ports=ld.multichassis_ports)
     vif_ofports: dict[str, int] = {}
     primary: set[str] = set()
     for name, lb in rt.bindings.items():
@@ -113,7 +137,14 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
 
 
 class PflowOutput:
-    """Provider of the ``pflow_output`` node (full recompute on any change)."""
+    """Provider of the ``pflow_output`` node.
+
+    ``run`` rebuilds the whole table; handlers re-build only the flows owned
+    by the SB rows that changed (``physical.lport_update`` decides which
+    Port_Bindings to redo) and give up (full recompute) on anything that
+    changes generic flows: tunnels, patch ports, new local datapaths, zones
+    recomputed from scratch, chassis, SB_Global options.
+    """
 
     def __init__(self, st: AgentState, tables: Callable[[str], Mapping[Any, Any]],
                  geneve_field: Callable[[], str | None]) -> None:
@@ -121,10 +152,31 @@ class PflowOutput:
         self.tables = tables
         self.geneve_field = geneve_field
         self.data = PflowData()
+        self.n_incremental = 0
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
-        return {}
+        return {
+            "ct_zones": self._ct_zones,
+            "runtime_data": self._runtime_data,
+            "port_binding": self._port_binding,
+            "multicast_group": self._multicast_group,
+            "sb_global": self._sb_global,
+            "mac_binding": self._owned_rows(physical.mac_binding_flows),
+            "static_mac_binding": self._owned_rows(physical.static_mac_binding_flows),
+            "fdb": self._owned_rows(physical.fdb_flows),
+            "load_balancer": self._owned_rows(physical.lb_hairpin_flows),
+            "flow_sample_collector_set": lambda node, inp: HANDLED_UNCHANGED,
+            "ovs_interface": self._ovs_interface,
+        }
+
+    def _ctx(self) -> physical.PhysicalContext:
+        sbg = None
+        for row in self.tables("SB_Global").values():
+            sbg = row
+        return physical_context(self.st, self.tables("Chassis").values(), sbg,
+                                self.tables("Chassis_Template_Var").values(),
+                                self.geneve_field())
 
     def run(self, node: Node) -> bool:
         st = self.st
@@ -133,15 +185,122 @@ class PflowOutput:
         if st.chassis is None:
             return True
         COVERAGE.inc("physical_run")
-        sbg = None
-        for row in self.tables("SB_Global").values():
-            sbg = row
-        ctx = physical_context(st, self.tables("Chassis").values(), sbg,
-                               self.tables("Chassis_Template_Var").values(),
-                               self.geneve_field())
-        flows = physical.build_all(ctx, _SbView(self.tables))
-        add_to_desired(table, flows)
+        _load_all(table, physical.build_all(self._ctx(), _SbView(self.tables)))
         return True
+
+    # -- handlers ------------------------------------------------------
+    def _ct_zones(self, node: Node, inp: Node) -> Handled:
+        # New/removed lport zones are picked up when runtime_data's tracked
+        # lports are rebuilt; a from-scratch zone recompute may move any zone.
+        return UNHANDLED if self.st.ct.recomputed else HANDLED_UNCHANGED
+
+    def _rebuild_lports(self, ctx: physical.PhysicalContext,
+                        changes: list[tuple[Any, bool]]) -> Handled:
+        table = self.data.flow_table
+        mc_dps: set[Any] = set()
+        updated = False
+        for pb, removed in changes:
+            dp = pb.datapath
+            if dp is None:
+                table.remove(pb.uuid)
+                updated = True
+                continue
+            upd = physical.lport_update(ctx, pb, removed,
+                                        list(self.st.idx.pbs_on_datapath(dp.uuid)))
+            if upd is None:
+                return UNHANDLED
+            for owner in upd.remove:
+                table.remove(owner)
+            for row in upd.rebuild:
+                flows: list[Any] = list(physical.port_binding_flows(ctx, row))
+                flows += physical.port_security_flows(ctx, row)
+                add_to_desired(table, flows, row.uuid)
+            mc_dps.add(dp.uuid)
+            updated = True
+        if mc_dps:
+            for mc in self.tables("Multicast_Group").values():
+                if mc.datapath is not None and mc.datapath.uuid in mc_dps:
+                    table.remove(mc.uuid)
+                    add_to_desired(table, physical.mc_group_flows(ctx, mc), mc.uuid)
+        if updated:
+            self.n_incremental += 1
+        return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
+
+    def _runtime_data(self, node: Node, inp: Node) -> Handled:
+        rt = self.st.rt
+        if not rt.tracked:
+            return UNHANDLED
+        changes: list[tuple[Any, bool]] = []
+        for tdp in rt.tracked_dps.dps.values():
+            if tdp.type is TrackedType.NEW:
+                return UNHANDLED
+            for pb, ttype in tdp.lports.values():
+                changes.append((pb, ttype is TrackedType.REMOVED and
+                                self.st.idx.pb_by_name.get(pb.logical_port) is None))
+        if not changes:
+            return HANDLED_UNCHANGED
+        return self._rebuild_lports(self._ctx(), changes)
+
+    def _port_binding(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        changes: list[tuple[Any, bool]] = []
+        for tr in tc.deleted.values():
+            changes.append((tr.row, True))
+        for tr in tc.new_or_updated():
+            if "type" in tr.old:
+                return UNHANDLED
+            changes.append((tr.row, False))
+        if not changes:
+            return HANDLED_UNCHANGED
+        return self._rebuild_lports(self._ctx(), changes)
+
+    def _multicast_group(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        ctx = self._ctx()
+        table = self.data.flow_table
+        for u in tc.deleted:
+            table.remove(u)
+        for tr in tc.new_or_updated():
+            table.remove(tr.row.uuid)
+            add_to_desired(table, physical.mc_group_flows(ctx, tr.row), tr.row.uuid)
+        return HANDLED_UPDATED
+
+    def _owned_rows(self, build: Callable[[physical.PhysicalContext, Any], Any]) -> HandlerFn:
+        def handler(node: Node, inp: Node) -> Handled:
+            tc: TableChanges = inp.data
+            ctx = self._ctx()
+            table = self.data.flow_table
+            for u in tc.deleted:
+                table.remove(u)
+            for tr in tc.new_or_updated():
+                table.remove(tr.row.uuid)
+                add_to_desired(table, build(ctx, tr.row), tr.row.uuid)
+            return HANDLED_UPDATED
+        return handler
+
+    def _ovs_interface(self, node: Node, inp: Node) -> Handled:
+        """VIF appearances/removals reach us through runtime_data; tunnel and
+        patch interfaces and ofport moves change generic flows: recompute."""
+        tc: TableChanges = inp.data
+        for tr in tc.all():
+            iface = tr.row
+            if iface.type in TUNNEL_TYPES:
+                return UNHANDLED
+            if "ofport" in tr.old and not tc.is_new(iface.uuid) and \
+                    iface.external_ids.get("iface-id"):
+                old = opt_first(tr.old_value("ofport"))
+                if isinstance(old, int) and old > 0:
+                    return UNHANDLED      # a bound VIF moved to another ofport
+        return HANDLED_UNCHANGED
+
+    def _sb_global(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        if tc.created or tc.deleted:
+            return UNHANDLED
+        for tr in tc.updated.values():
+            if "options" in tr.old or "ipsec" in tr.old:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
 
 
 def first(value: Any) -> Any:

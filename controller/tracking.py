@@ -46,6 +46,16 @@ class TrackedRow:
     def column_changed(self, column: str) -> bool:
         return column in self.old
 
+    def old_value(self, column: str) -> Any:
+        """Previous Python value of a changed column (as the IDL would give it).
+
+        References come back as UUIDs, not rows."""
+        v = self.old.get(column)
+        to_python = getattr(v, "to_python", None)
+        if to_python is not None:
+            return to_python(lambda atom, base: atom)
+        return v
+
 
 class TableChanges:
     """Rows created/updated/deleted in one table during this iteration."""
