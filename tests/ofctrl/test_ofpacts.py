@@ -309,6 +309,7 @@ def test_set_nw_ttl_wire_and_ovs_print() -> None:
     OVS's own decoder prints our encoding as format() (inside the nested
     action list of an OVN PMTUD controller action, as ovn-controller uses it)."""
     from ofctrl.match import Match
+    from tests.ofctrl.test_ofpacts_ofprint import _flow_mod
 
     assert SetNwTtl(64).encode() == bytes.fromhex("0017000840000000")
     assert decode_actions(bytes.fromhex("00170008ff000000")) == [SetNwTtl(255)]
@@ -322,10 +323,7 @@ def test_set_nw_ttl_wire_and_ovs_print() -> None:
             % ".".join("%02x" % b for b in ud))
     flow_acts = [SetNwTtl(64), Controller(ud, pause=True)]
     assert format_actions(flow_acts) == text
-    body = struct.pack("!QQBBHHHIIIHH", 0, 0, 0, 0, 0, 0, 100,
-                       0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
-    body += Match.parse("ip").encode() + encode_instructions(flow_acts)
-    msg = struct.pack("!BBHI", 6, 14, 8 + len(body), 1) + body
+    msg = _flow_mod(Match.parse("ip"), encode_instructions(flow_acts))
     out = subprocess.run(["ovs-ofctl", "ofp-print", msg.hex()], capture_output=True,
                          text=True, timeout=30).stdout
     line = [ln for ln in out.splitlines() if "actions=" in ln]
