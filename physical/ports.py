@@ -1,8 +1,10 @@
 """Per-Port_Binding physical flows (tables 0, 37-41, 64, 65): consider_port_binding.
 
-Every flow built here is owned by the Port_Binding's UUID (cookie = its first
-32 bits), except where noted; re-running :func:`port_binding_flows` for one
-row regenerates exactly what that row owns.
+:func:`port_binding_flows` returns ``ofctrl.flow.Flow`` objects that all
+belong to the Port_Binding's UUID; their cookie is its first 32 bits except
+where noted (the shared nested-container flow, chassis-MAC flows carrying the
+router port's cookie).  Re-running it for one row regenerates exactly what
+that row owns.
 """
 
 from __future__ import annotations
