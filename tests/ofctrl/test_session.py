@@ -457,3 +457,30 @@ def test_group_named_by_ovs_text_is_parsed(env: Env) -> None:
     env.settle()
     assert list(env.sw.groups) == [gid]
     assert env.sw.flow_set() == expected(env.lflows)
+
+
+def test_backlog_reported_until_switch_drains(env: Env) -> None:
+    env.settle()
+    for i in range(5000):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    assert env.sess.put(env.lflows, env.pflows, 1)
+    env.sess.run()
+    assert env.sess.has_backlog()  # ~1 MB does not fit in the socket buffer
+    assert not env.sess.can_put()
+    env.lflows.add(mk(10, 100, 99999), owner="late")
+    assert not env.sess.put(env.lflows, env.pflows, 2)  # skipped, remembered
+    env.req_cfg = 2
+    env.settle()
+    assert not env.sess.has_backlog()
+    assert env.sw.flow_set() == expected(env.lflows)
+    assert env.sess.cur_cfg == 2
+
+
+def test_tx_queue_bound_resets_connection() -> None:
+    e = Env(max_tx_bytes=50_000)
+    e.settle()
+    for i in range(2000):
+        e.lflows.add(mk(10, 100, i), owner=i)
+    assert e.sess.put(e.lflows, e.pflows, 1)
+    assert not e.sess.is_connected()  # overflow: dropped, will reconnect and resync
+    e.close()
