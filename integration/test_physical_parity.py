@@ -1,11 +1,13 @@
-"""Parity of physical/ with the C ovn-controller on reference-data/rich, without daemons.
+"""Parity of physical/ with the C ovn-controller, without daemons, on
+reference-data/rich and seed-500 and tests/physical/data/{extra,extra2,many}.
 
-Loads rich/sb.db (a standalone ovsdb file) into IDL-like rows, builds a
+Loads a dataset's sb.db (a standalone ovsdb file) into IDL-like rows, builds a
 PhysicalContext from conf-ovs.txt, ports.txt and ct-zones.txt, runs
 physical.build_all() and compares tables 0, 37-41 and 64-78 with the C
 agent's flows.raw.txt (cookies stripped, port names as dumped).
 
-Run ``python -m integration.test_physical_parity`` for per-table counts.
+Run ``python -m integration.test_physical_parity [DIR]`` for per-table counts
+and differing lines, ``... --bench`` for the build time of seed-500's flows.
 """
 
 from __future__ import annotations
@@ -317,16 +319,21 @@ def test_rich_physical_parity() -> None:
     assert not missing and not extra, (missing, extra)
 
 
-def test_seed500_physical_parity(tmp_path: Path) -> None:
+def unpack_seed500(dest: Path) -> Path:
+    """reference-data/seed-500 (500 ports; sb.db and flows gzipped) unpacked into ``dest``."""
     import gzip
     import shutil
     src = RICH.parent / "seed-500"
     for name in ("conf-ovs.txt", "ports.txt", "ct-zones.txt"):
-        shutil.copy(src / name, tmp_path / name)
+        shutil.copy(src / name, dest / name)
     for name in ("sb.db", "flows.raw.txt"):
-        with gzip.open(src / f"{name}.gz", "rb") as fin, open(tmp_path / name, "wb") as fout:
+        with gzip.open(src / f"{name}.gz", "rb") as fin, open(dest / name, "wb") as fout:
             shutil.copyfileobj(fin, fout)
-    result = compare(tmp_path)
+    return dest
+
+
+def test_seed500_physical_parity(tmp_path: Path) -> None:
+    result = compare(unpack_seed500(tmp_path))
     assert sum(r[0] for r in result.values()) > 10000
     assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
 
@@ -364,8 +371,38 @@ def test_many_remote_chassis_fanout_order() -> None:
     assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
 
 
+def bench_seed500(runs: int = 5) -> None:
+    """Print the CPU time of physical.build_all and of loading its flows into an
+    ofctrl DesiredFlowTable, for seed-500 (first run and best of the others)."""
+    import tempfile
+    import time
+
+    from ofctrl.desired import DesiredFlowTable
+    from physical import add_to_desired
+    with tempfile.TemporaryDirectory() as tmp:
+        data = unpack_seed500(Path(tmp))
+        ctx, tables = build_context(SbSnapshot(data / "sb.db"), data)
+    times = []
+    n_flows = 0
+    for _ in range(runs):
+        t0 = time.process_time()
+        groups = build_all(ctx, tables)
+        t1 = time.process_time()
+        add_to_desired(DesiredFlowTable(), groups)
+        t2 = time.process_time()
+        times.append((t1 - t0, t2 - t0))
+        n_flows = sum(len(g.flows) for g in groups)
+    rest = times[1:] or times
+    print(f"seed-500: {n_flows} physical flows; build_all first {times[0][0] * 1e3:.0f} ms, "
+          f"best {min(t[0] for t in rest) * 1e3:.0f} ms; build_all + add_to_desired first "
+          f"{times[0][1] * 1e3:.0f} ms, best {min(t[1] for t in rest) * 1e3:.0f} ms (CPU time)")
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:] == ["--bench"]:
+        bench_seed500()
+        sys.exit(0)
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else RICH
     for t, (same, miss, extra) in compare(target).items():
         if same or miss or extra:
