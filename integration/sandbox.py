@@ -328,9 +328,7 @@ class Sandbox:
         else:
             self.vsctl("--no-wait", "init")
 
-        self._ovs_daemon("vswitchd", "ovs-vswitchd", [
-            "--enable-dummy=override", "--disable-system", "--disable-system-route",
-            f"unix:{run}/db.sock"], base="ovs-vswitchd")
+        self.start_vswitchd()
         self.vsctl(
             "--", "set", "Open_vSwitch", ".",
             f"external_ids:system-id={self.chassis}",
@@ -361,6 +359,19 @@ class Sandbox:
         if self.northd_enabled:
             self.start_northd()
         return self
+
+    def start_vswitchd(self) -> Daemon:
+        return self._ovs_daemon("vswitchd", "ovs-vswitchd", [
+            "--enable-dummy=override", "--disable-system", "--disable-system-route",
+            self.db_sock], base="ovs-vswitchd")
+
+    def restart_vswitchd(self) -> Daemon:
+        """Start ovs-vswitchd again (ovs-vswitchd 3.1.0's userspace conntrack can
+        abort; see recipe pitfall 3). Stops it first if it still runs."""
+        self.stop_daemon("vswitchd")
+        daemon = self.start_vswitchd()
+        self.vsctl("--", "--may-exist", "add-br", "br-int")     # waits for reconfiguration
+        return daemon
 
     def start_northd(self) -> Daemon:
         args = [f"--ovnnb-db={self.nb_sock}", f"--ovnsb-db={self.sb_sock}"]
@@ -594,6 +605,22 @@ class Sandbox:
         args = ["--no-stats"] + (["--names"] if names else []) + ["dump-flows", bridge]
         return [line.strip() for line in self.ofctl(*args).splitlines()
                 if line.strip() and not line.startswith(("OFPST_", "NXST_"))]
+
+    def dump_groups(self, bridge: str = "br-int") -> list[str]:
+        """Group lines of `ovs-ofctl dump-groups` (header dropped)."""
+        return [line.strip() for line in self.ofctl("dump-groups", bridge).splitlines()
+                if line.strip().startswith("group_id=")]
+
+    def dump_meters(self, bridge: str = "br-int") -> list[str]:
+        """Meter entries of `ovs-ofctl dump-meters`, one string per meter."""
+        meters: list[str] = []
+        for line in self.ofctl("dump-meters", bridge).splitlines():
+            text = line.strip()
+            if text.startswith("meter="):
+                meters.append(text)
+            elif meters and text and not text.startswith("OFPST_"):
+                meters[-1] += " " + text
+        return meters
 
     def flow_count(self, bridge: str = "br-int") -> int:
         out = self.ofctl("dump-aggregate", bridge)
