@@ -105,13 +105,14 @@ class LflowCacheConfig:
 class LflowCache:
     """See the module docstring."""
 
-    __slots__ = ("_kinds", "n_entries", "high_watermark", "capacity", "max_mem",
+    __slots__ = ("_kinds", "_index", "n_entries", "high_watermark", "capacity", "max_mem",
                  "trim_limit", "trim_wmark_perc", "trim_timeout_ms", "trim_count",
                  "enabled", "hits", "misses")
 
     def __init__(self, config: LflowCacheConfig | None = None) -> None:
         self._kinds: tuple[cachetools.Cache[uuidlib.UUID, LflowCacheValue], ...] = tuple(
             cachetools.Cache(maxsize=math.inf, getsizeof=_entry_size) for _ in TYPE_NAMES)
+        self._index: dict[uuidlib.UUID, LflowCacheValue] = {}
         self.n_entries = 0
         self.high_watermark = 0
         self.capacity = UINT32_MAX
@@ -158,14 +159,14 @@ class LflowCache:
     def _add(self, lflow_uuid: uuidlib.UUID | None, value: LflowCacheValue) -> bool:
         if not self.enabled or lflow_uuid is None:
             return False
-        for kind in self._kinds:
-            if kind.pop(lflow_uuid, None) is not None:
-                self.n_entries -= 1
+        if lflow_uuid in self._index:
+            self._remove(lflow_uuid)
         if value.size + self.mem_usage > self.max_mem:
             return False
         if self.n_entries >= self.capacity and not self._make_room(value.type):
             return False
         self._kinds[value.type][lflow_uuid] = value
+        self._index[lflow_uuid] = value
         self.n_entries += 1
         if self.n_entries > self.high_watermark:
             self.high_watermark = self.n_entries
@@ -176,7 +177,8 @@ class LflowCache:
         for lower in range(type_):
             kind = self._kinds[lower]
             if len(kind):
-                kind.popitem()
+                evicted, _ = kind.popitem()
+                del self._index[evicted]
                 self.n_entries -= 1
                 return True
         return False
@@ -194,25 +196,30 @@ class LflowCache:
     def get(self, lflow_uuid: uuidlib.UUID | None) -> LflowCacheValue | None:
         if not self.enabled or lflow_uuid is None:
             return None
-        for kind in self._kinds:
-            v = kind.get(lflow_uuid)
-            if v is not None:
-                self.hits += 1
-                return v
+        v = self._index.get(lflow_uuid)
+        if v is not None:
+            self.hits += 1
+            return v
         self.misses += 1
         return None
 
+    def __contains__(self, lflow_uuid: object) -> bool:
+        return lflow_uuid in self._index
+
+    def _remove(self, lflow_uuid: uuidlib.UUID) -> None:
+        v = self._index.pop(lflow_uuid)
+        del self._kinds[v.type][lflow_uuid]
+        self.n_entries -= 1
+
     def delete(self, lflow_uuid: uuidlib.UUID) -> None:
-        for kind in self._kinds:
-            if lflow_uuid in kind:
-                del kind[lflow_uuid]
-                self.n_entries -= 1
-                self._trim(False)
-                return
+        if lflow_uuid in self._index:
+            self._remove(lflow_uuid)
+            self._trim(False)
 
     def flush(self) -> None:
         for kind in self._kinds:
             kind.clear()
+        self._index.clear()
         self.n_entries = 0
         self._trim(True)
 

@@ -64,7 +64,7 @@ from controller.lflow.cache import T_MATCHES, LflowCache
 from controller.lflow.conj_ids import ConjIds
 from controller.lflow.expr_annotate import annotate, evaluate_condition, simplify
 from controller.lflow.expr_matches import ExprMatch, to_matches
-from controller.lflow.expr_nodes import E_AND, ConstantSet, Expr, clone, combine
+from controller.lflow.expr_nodes import E_AND, E_COND, E_OR, ConstantSet, Expr, clone, combine
 from controller.lflow.expr_normalize import normalize
 from controller.lflow.expr_parse import ExprError, parse_expr
 from controller.lflow.lexer import parse_template_string
@@ -234,9 +234,12 @@ class CompiledLflow:
 # Per-text state.
 
 class _Prepared:
-    """A datapath-independent match, ready to be finished per datapath."""
+    """A datapath-independent match, ready to be finished per datapath:
+    ``template`` is the match items in canonical order with a metadata slot
+    (and a conj_id slot) whose positions are ``md_pos`` / ``conj_pos``."""
 
-    __slots__ = ("items", "conj_id", "conjunctions", "inport", "outport", "as_info")
+    __slots__ = ("template", "md_pos", "conj_pos", "conj_id", "conjunctions", "inport",
+                 "outport", "as_info")
 
     def __init__(self, em: ExprMatch) -> None:
         items = em.match.items
@@ -249,9 +252,12 @@ class _Prepared:
                 inport = value
             elif name == "reg15":
                 outport = value
-        if self.conj_id:
-            items = tuple(i for i in items if i[0] != "conj_id")
-        self.items = items
+        # Positions of the per-datapath fields in the canonical order.
+        probe = Match(items + (("metadata", 0, None),))
+        self.template = probe.items
+        self.md_pos = next(i for i, it in enumerate(probe.items) if it[0] == "metadata")
+        self.conj_pos = (next(i for i, it in enumerate(probe.items) if it[0] == "conj_id")
+                         if self.conj_id else -1)
         self.inport = inport
         self.outport = outport
         self.conjunctions = tuple(em.conjunctions)
@@ -260,32 +266,47 @@ class _Prepared:
 
 
 class _MatchState:
-    """The match of one text (on one datapath if it uses port groups)."""
+    """The match of one text (on one datapath if it uses port groups).
 
-    __slots__ = ("simplified", "normalized", "prepared", "n_conjs", "refs", "error",
+    ``expr`` is what the lflow cache stores as EXPR: the simplified
+    expression, or, when it had no is_chassis_resident() condition, the
+    normalised one (normalising it again gives it back)."""
+
+    __slots__ = ("expr", "normalized", "prepared", "n_conjs", "conj_start", "refs", "error",
                  "uses_sets")
 
     def __init__(self) -> None:
-        self.simplified: Expr | None = None
+        self.expr: Expr | None = None
         self.normalized: Expr | None = None
         self.prepared: list[_Prepared] | None = None   # None: to_matches per datapath
         self.n_conjs = 0
+        self.conj_start = 0       # conjunction ids of a cached MATCHES entry
         self.refs = NO_REFS
         self.error: str | None = None
         self.uses_sets = False
 
 
-class _Text:
-    __slots__ = ("match", "parsed", "error", "shared", "by_dp", "encoded", "sample")
+class _Actions:
+    """Parsed actions of one (actions, pipeline, table) text and their
+    encodings that looked nothing up, by (is_switch, NAT zone, meter id)."""
 
-    def __init__(self, match: str) -> None:
+    __slots__ = ("parsed", "error", "encoded", "sample")
+
+    def __init__(self, parsed: ParsedActions | None, error: str | None, sample: bool) -> None:
+        self.parsed = parsed
+        self.error = error
+        self.encoded: dict[tuple[bool, str, int], tuple[Any, ...]] = {}
+        self.sample = sample
+
+
+class _Text:
+    __slots__ = ("match", "actions", "shared", "by_dp")
+
+    def __init__(self, match: str, actions: _Actions) -> None:
         self.match = match
-        self.parsed: ParsedActions | None = None
-        self.error: str | None = None
+        self.actions = actions
         self.shared: _MatchState | None = None
         self.by_dp: dict[int, _MatchState] | None = None
-        self.encoded: dict[tuple[bool, str, int], tuple[Any, ...]] = {}
-        self.sample = False
 
 
 class _Recorder:
@@ -350,6 +371,18 @@ def _first(v: Any) -> Any:
     return v
 
 
+def has_condition(e: Expr) -> bool:
+    """True if 'e' contains an is_chassis_resident() condition."""
+    t = e.type
+    if t == E_COND:
+        return True
+    if t == E_AND or t == E_OR:
+        for sub in e.subs:
+            if has_condition(sub):
+                return True
+    return False
+
+
 def _expr_size(e: Expr | None) -> int:
     if e is None:
         return 0
@@ -371,6 +404,7 @@ class LflowCompiler:
         self.ctx = ctx
         self.cache = cache
         self._texts: dict[tuple[str, str, bool, int], _Text] = {}
+        self._action_texts: dict[tuple[str, bool, int], _Actions] = {}
         self._parse_params: dict[tuple[bool, int], ParseParams] = {}
         self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
                       "match_compiles": 0, "encodes": 0, "encode_reuse": 0,
@@ -378,6 +412,7 @@ class LflowCompiler:
 
     def clear_text_cache(self) -> None:
         self._texts.clear()
+        self._action_texts.clear()
 
     # -------------------------------------------------------------- entry points
     def compile_lflow_local(self, lflow: Any) -> list[CompiledLflow | LflowError]:
@@ -428,60 +463,43 @@ class LflowCompiler:
         text = self._texts.get(key)
         if text is None:
             stats["text_compiles"] += 1
-            text = self._texts[key] = self._new_text(match_text, actions_text, ingress, table_id)
+            text = self._texts[key] = _Text(match_text,
+                                            self._actions(actions_text, ingress, table_id))
         else:
             stats["text_reuse"] += 1
-        if text.error is not None:
+        acts = text.actions
+        if acts.error is not None:
             stats["errors"] += 1
-            return LflowError(lf_uuid, text.error)
-        parsed = text.parsed
+            return LflowError(lf_uuid, acts.error)
+        parsed = acts.parsed
         assert parsed is not None
 
         recorder = _Recorder(ctx, dp_key)
-        cache = self.cache
-        lcv = cache.get(lf_uuid) if cache is not None else None
-        n_conjs = 0
+        state, cacheable = self._match_state(text, parsed, dp_key, lf_uuid)
+        if state.error is not None:
+            stats["errors"] += 1
+            return LflowError(lf_uuid, state.error)
+        refs = refs.merged(state.refs)
+        prepared = state.prepared
+        n_conjs = state.n_conjs
+        if prepared is None:
+            assert state.normalized is not None
+            ems, n_conjs = to_matches(state.normalized, recorder.lookup_port)
+            prepared = [_Prepared(em) for em in ems]
+        if not prepared:
+            return CompiledLflow(lf_uuid, dp_key, [], [], None, refs.merged(recorder.refs()))
         start = 0
-        prepared: list[_Prepared] | None = None
-        state: _MatchState | None = None
-        if lcv is not None and lcv.type == T_MATCHES and lcv.n_conjs and \
-                not ctx.conj_ids.alloc_specified(lf_uuid, dp.uuid, lcv.conj_id_ofs, lcv.n_conjs):
-            assert cache is not None
-            cache.delete(lf_uuid)
-            lcv = None
-        if lcv is not None:
-            stats["cache_hits"] += 1
-            if lcv.type == T_MATCHES:
-                prepared = lcv.matches
-                n_conjs = lcv.n_conjs
-                start = lcv.conj_id_ofs
-            else:
-                state = _MatchState()
-                self._finish_expr(state, clone(lcv.expr), recorder)
-        else:
-            stats["cache_misses"] += 1
-            state = self._match_state(text, parsed, dp_key)
-            if state.error is not None:
-                stats["errors"] += 1
-                return LflowError(lf_uuid, state.error)
-
-        if state is not None:
-            refs = refs.merged(state.refs)
-            prepared = state.prepared
-            n_conjs = state.n_conjs
-            if prepared is None:
-                assert state.normalized is not None
-                ems, n_conjs = to_matches(state.normalized, recorder.lookup_port)
-                prepared = [_Prepared(em) for em in ems]
-            if not prepared:
-                return CompiledLflow(lf_uuid, dp_key, [], [], None, refs.merged(recorder.refs()))
-            if n_conjs:
-                start = ctx.conj_ids.alloc(lf_uuid, dp.uuid, n_conjs)
+        if n_conjs:
+            conj_ids = ctx.conj_ids
+            if not (state.conj_start and conj_ids.alloc_specified(
+                    lf_uuid, dp.uuid, state.conj_start, n_conjs)):
+                start = conj_ids.alloc(lf_uuid, dp.uuid, n_conjs)
                 if not start:
                     stats["errors"] += 1
                     return LflowError(lf_uuid, "32-bit conjunction ids exhausted!")
+            else:
+                start = state.conj_start
 
-        assert prepared is not None
         # Controller meter and actions.
         ctrl_meter_id = NX_CTLR_NO_METER
         meter_name = _first(lflow.controller_meter)
@@ -491,9 +509,9 @@ class LflowCompiler:
                 stats["errors"] += 1
                 return LflowError(lf_uuid, f"Unable to assign id for meter: {meter_name}")
         akey = (dp.is_switch, dp.common_nat_ct_zone, ctrl_meter_id)
-        actions = text.encoded.get(akey)
+        actions = acts.encoded.get(akey)
         if actions is None:
-            actions = self._encode(text, parsed, akey, ingress, lf_uuid, dp, recorder)
+            actions = self._encode(acts, parsed, akey, ingress, lf_uuid, dp, recorder)
         else:
             stats["encode_reuse"] += 1
 
@@ -504,19 +522,24 @@ class LflowCompiler:
         stats["flows"] += len(flows) + len(conj_flows)
         refs = refs.merged(recorder.refs())
 
-        # Cache, as the C agent does: matches if nothing external was used,
-        # else the expression if no address set / port group / template was.
-        if lcv is None and cache is not None and cache.enabled and state is not None:
+        # The lflow cache, as the C agent fills it: matches if nothing
+        # external was used, else the expression if no address set, port
+        # group or template was.
+        cache = self.cache
+        if cache is not None and cache.enabled and (cacheable or lf_uuid not in cache):
             if not refs:
                 cache.add_matches(lf_uuid, start if n_conjs else 0, n_conjs, prepared,
                                   200 * len(prepared))
-            elif not state.uses_sets and not refs.templates and state.simplified is not None:
-                cache.add_expr(lf_uuid, state.simplified, _expr_size(state.simplified))
+            elif not state.uses_sets and not refs.templates and state.expr is not None:
+                cache.add_expr(lf_uuid, state.expr, _expr_size(state.expr))
         return CompiledLflow(lf_uuid, dp_key, flows, conj_flows, as_infos, refs)
 
     # -------------------------------------------------------------- per text
-    def _new_text(self, match: str, actions: str, ingress: bool, table_id: int) -> _Text:
-        text = _Text(match)
+    def _actions(self, actions: str, ingress: bool, table_id: int) -> _Actions:
+        akey = (actions, ingress, table_id)
+        entry = self._action_texts.get(akey)
+        if entry is not None:
+            return entry
         pkey = (ingress, table_id)
         pp = self._parse_params.get(pkey)
         if pp is None:
@@ -526,19 +549,37 @@ class LflowCompiler:
                 pipeline=0 if ingress else 1, n_tables=LOG_PIPELINE_LEN, cur_ltable=table_id)
         parsed = parse_actions(actions, pp)
         if isinstance(parsed, ActionError):
-            text.error = f"error parsing actions \"{actions}\": {parsed}"
+            entry = _Actions(None, f"error parsing actions \"{actions}\": {parsed}", False)
         else:
-            text.parsed = parsed
-        text.sample = "sample" in actions
-        return text
+            entry = _Actions(parsed, None, "sample" in actions)
+        self._action_texts[akey] = entry
+        return entry
 
-    def _match_state(self, text: _Text, parsed: ParsedActions, dp_key: int) -> _MatchState:
+    def _match_state(self, text: _Text, parsed: ParsedActions, dp_key: int,
+                     lf_uuid: uuidlib.UUID) -> tuple[_MatchState, bool]:
+        """The match state for 'dp_key' and whether it was just made (so
+        the lflow cache may take it): per-text memo, then lflow cache, then
+        compile."""
         if text.shared is not None:
-            return text.shared
+            return text.shared, False
         if text.by_dp is not None:
             st = text.by_dp.get(dp_key)
             if st is not None:
-                return st
+                return st, False
+        cache = self.cache
+        lcv = cache.get(lf_uuid) if cache is not None else None
+        if lcv is not None:
+            self.stats["cache_hits"] += 1
+            st = _MatchState()
+            if lcv.type == T_MATCHES:
+                st.prepared = lcv.matches
+                st.n_conjs = lcv.n_conjs
+                st.conj_start = lcv.conj_id_ofs
+            else:
+                self._finish_expr(st, clone(lcv.expr))
+            text.shared = st
+            return st, False
+        self.stats["cache_misses"] += 1
         self.stats["match_compiles"] += 1
         ctx = self.ctx
         st = _MatchState()
@@ -557,30 +598,33 @@ class LflowCompiler:
             st.uses_sets = True
             st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
         if e is not None:
-            st.simplified = e
-            self._finish_expr(st, clone(e), None)
+            self._finish_expr(st, e)
         if pg_ref:
             if text.by_dp is None:
                 text.by_dp = {}
             text.by_dp[dp_key] = st
         else:
             text.shared = st
-        return st
+        return st, True
 
-    def _finish_expr(self, st: _MatchState, e: Expr, recorder: _Recorder | None) -> None:
+    def _finish_expr(self, st: _MatchState, e: Expr) -> None:
         """Conditions, normalisation and, if no port name is compared,
-        the matches (datapath-independent)."""
-        cond_ports: set[str] = set()
-        resident = self.ctx.is_chassis_resident
+        the matches (datapath-independent).  Consumes 'e'."""
+        if has_condition(e):
+            st.expr = clone(e)
+            cond_ports: set[str] = set()
+            resident = self.ctx.is_chassis_resident
 
-        def is_resident(name: str) -> bool:
-            cond_ports.add(name)
-            return resident(name)
+            def is_resident(name: str) -> bool:
+                cond_ports.add(name)
+                return resident(name)
 
-        e = normalize(evaluate_condition(e, is_resident))
-        st.normalized = e
-        if cond_ports:
+            e = normalize(evaluate_condition(e, is_resident))
             st.refs = st.refs.merged(LflowRefs(ports=frozenset(cond_ports)))
+        else:
+            e = normalize(e)
+            st.expr = e
+        st.normalized = e
         probe = _Recorder(self.ctx, -1)
         ems, n_conjs = to_matches(e, probe.lookup_port)
         if not probe.used:
@@ -588,7 +632,7 @@ class LflowCompiler:
             st.n_conjs = n_conjs
 
     # -------------------------------------------------------------- per datapath
-    def _encode(self, text: _Text, parsed: ParsedActions, akey: tuple[bool, str, int],
+    def _encode(self, acts: _Actions, parsed: ParsedActions, akey: tuple[bool, str, int],
                 ingress: bool, lf_uuid: uuidlib.UUID, dp: DatapathInfo,
                 recorder: _Recorder) -> tuple[Any, ...]:
         self.stats["encodes"] += 1
@@ -606,8 +650,8 @@ class LflowCompiler:
             group_table=cast(ExtendTable, groups), meter_table=cast(ExtendTable, meters),
             features=ctx.features)
         actions = tuple(encode_ovnacts(parsed.actions, ep))
-        if not (recorder.used or groups.used or meters.used or text.sample):
-            text.encoded[akey] = actions
+        if not (recorder.used or groups.used or meters.used or acts.sample):
+            acts.encoded[akey] = actions
         recorder.used = recorder.used or used_before
         return actions
 
@@ -619,6 +663,7 @@ class LflowCompiler:
         as_infos: dict[int, AddrSetInfo] | None = None
         dp_key = dp.key
         md = ("metadata", dp_key, None)
+        new_match = object.__new__
         check_port = dp.is_switch
         related = self.ctx.related_lports
         for p in prepared:
@@ -626,10 +671,14 @@ class LflowCompiler:
                 port = p.inport if ingress else p.outport
                 if port and f"{dp_key}_{port}" not in related:
                     continue
-            items = p.items + (md,)
+            t = list(p.template)
+            t[p.md_pos] = md
             if p.conj_id:
-                items += (("conj_id", (p.conj_id + conj_ofs) & _M32, None),)
-            m = Match(items)
+                t[p.conj_pos] = ("conj_id", (p.conj_id + conj_ofs) & _M32, None)
+            items = tuple(t)
+            m = new_match(Match)
+            m.items = items
+            m._hash = hash(items)
             if p.conjunctions:
                 f = Flow(ptable, priority, m,
                          tuple([Conjunction((cid + conj_ofs) & _M32, clause + 1, n)
