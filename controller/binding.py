@@ -370,10 +370,12 @@ class Binder:
         grp = opt_first(pb.ha_chassis_group)
         is_member = ha_group_contains(grp, self.ctx.chassis)
         ours = is_member and ha_group_is_active(grp, self.rt.active_tunnels, self.ctx.chassis)
+        ok = self._consider_nonvif(pb, ours)
         if is_member and not ours:
+            # A standby member keeps the datapath local (and the port related).
             self._add_dp(pb)
             self._related_add(pb)
-        return self._consider_nonvif(pb, ours)
+        return ok
 
     def _consider_nonvif(self, pb: Any, ours: bool) -> bool:
         me = self.ctx.chassis
@@ -475,6 +477,9 @@ class Binder:
         else:
             log.info(f"Releasing lport {name}")
         self.rt.bound_here.discard(name)
+        # Only bound ports are related (a recompute would not list it either);
+        # localports re-add themselves right after.
+        self._related_remove(pb)
         lb = self.rt.bindings.get(name)
         if lb is None or lb.iface is None:
             self._local_lport_remove(name)

@@ -79,6 +79,16 @@ class Daemon:
         self.st = AgentState(self.if_mgr)
         self.nodes = AgentNodes(self.st)
         providers = dict(flow_providers or {})
+        if physical_flows and "lflow_output" not in providers \
+                and not os.environ.get("OVNPY_NO_LFLOW"):
+            try:
+                from controller.lflow_output import LflowOutput
+            except ImportError as e:      # lflow compiler unavailable: run without it
+                log.error(f"logical flows disabled: {e}")
+            else:
+                providers["lflow_output"] = LflowOutput(
+                    self.st, self._sb_table, lambda: self.engine.run_count,
+                    lambda: self._ovs_external_ids())
         if physical_flows and "pflow_output" not in providers:
             try:
                 from controller.pflow_output import PflowOutput
@@ -158,6 +168,10 @@ class Daemon:
         return " ".join(parts) + "\n"
 
     # ------------------------------------------------------------ helpers
+    def _ovs_external_ids(self) -> Any:
+        row = self.ovs.first("Open_vSwitch")
+        return row.external_ids if row is not None else {}
+
     def _sb_table(self, name: str) -> Any:
         if self.sb is None or not self.sb.has_table(name):
             return {}

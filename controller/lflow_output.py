@@ -1,0 +1,351 @@
+"""The ``lflow_output`` engine node: Logical_Flow rows compiled to OpenFlow.
+
+Design note
+-----------
+:class:`LflowOutput` implements :class:`controller.engine_graph.FlowOutputProvider`
+on top of ``controller.lflow.compile.LflowCompiler``.  Its data owns the
+desired logical-flow table (``flow_table``); every flow is owned by its
+lflow UUID.  :func:`compile_context` builds the compiler's inputs from the SB
+IDL and the runtime data (port keys, multicast groups, address sets, port
+groups filtered to related ports, chassis residency, tunnels, local
+datapaths), once per engine run.
+
+Incremental processing follows the C agent's object dependencies: every
+compiled lflow reports the resources it used (``LflowRefs``); a change of a
+port binding, multicast group, address set or port group re-processes only
+the lflows that referenced it; changed Logical_Flow rows are removed and
+re-processed; a datapath that became local gets all its lflows.  Anything
+else (chassis, DNS/DHCP tables, template variables, SB_Global options)
+recomputes the node.  Flows of the neighbour/FDB/LB-hairpin tables come from
+``physical/`` (pflow_output), so those tables are not inputs here.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any, Callable, Iterable, Mapping
+
+import structlog
+
+from controller.coverage import COVERAGE
+from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
+                               HandlerFn, Node)
+from controller.engine_nodes import AgentState
+from controller.knobs import RateLimiter
+from controller.local_data import TrackedType, opt_first
+from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
+from controller.lflow.cache import LflowCache, LflowCacheConfig
+from controller.lflow.compile import CompileContext, CompiledLflow, LflowCompiler, LflowError
+from controller.lflow.conj_ids import ConjIds
+from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+from controller.tracking import TableChanges
+from ofctrl.desired import DesiredFlowTable
+
+log = structlog.get_logger("lflow")
+_rl_err = RateLimiter(5.0, 5)
+
+Tables = Callable[[str], Mapping[Any, Any]]
+
+
+class LflowData:
+    __slots__ = ("flow_table",)
+
+    def __init__(self) -> None:
+        self.flow_table = DesiredFlowTable()
+
+
+class RefIndex:
+    """resource kind -> name -> lflow UUIDs that used it, and the reverse."""
+
+    KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
+
+    def __init__(self) -> None:
+        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
+        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
+
+    def add(self, lflow: uuidlib.UUID, refs: Any) -> None:
+        entries = self.by_lflow.setdefault(lflow, [])
+        for kind in self.KINDS:
+            for name in getattr(refs, kind):
+                self.by_res[kind].setdefault(name, set()).add(lflow)
+                entries.append((kind, name))
+
+    def remove(self, lflow: uuidlib.UUID) -> None:
+        for kind, name in self.by_lflow.pop(lflow, ()):
+            s = self.by_res[kind].get(name)
+            if s is not None:
+                s.discard(lflow)
+                if not s:
+                    del self.by_res[kind][name]
+
+    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
+        out: set[uuidlib.UUID] = set()
+        idx = self.by_res[kind]
+        for n in names:
+            out |= idx.get(n, set())
+        return out
+
+    def clear(self) -> None:
+        for d in self.by_res.values():
+            d.clear()
+        self.by_lflow.clear()
+
+
+def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
+                    base: CompileContext | None) -> CompileContext:
+    rt = st.rt
+    me = st.chassis
+    idx = st.idx
+    pb_by_name = idx.pb_by_name.by_key
+
+    def port_binding(name: str) -> tuple[int, int] | None:
+        pb = pb_by_name.get(name)
+        if pb is None or pb.datapath is None:
+            return None
+        return int(pb.datapath.tunnel_key), int(pb.tunnel_key)
+
+    mg_keys = {(dp_uuid, name): row for (dp_uuid, name), row in idx.mg_by_name.by_key.items()}
+    dp_uuid_by_key = {ld.key: ld.uuid for ld in rt.local_datapaths.values()}
+
+    def multicast_group(dp_key: int, name: str) -> int | None:
+        dp_uuid = dp_uuid_by_key.get(dp_key)
+        if dp_uuid is None:
+            dp = idx.dp_by_key.get(dp_key)
+            dp_uuid = dp.uuid if dp is not None else None
+        row = mg_keys.get((dp_uuid, name)) if dp_uuid is not None else None
+        return int(row.tunnel_key) if row is not None else None
+
+    def resident(name: str) -> bool:
+        if name in rt.bound_here:
+            return True
+        pb = pb_by_name.get(name)
+        if pb is None or me is None:
+            return False
+        ch = opt_first(pb.chassis)
+        return ch is not None and ch.uuid == me.uuid
+
+    tunnels: dict[str, int] = {}
+    br = st.br_int
+    if br is not None:
+        for port in br.ports:
+            tid = port.external_ids.get("ovn-chassis-id")
+            if tid is None:
+                continue
+            ifaces = list(port.interfaces)
+            if len(ifaces) != 1:
+                continue
+            try:
+                ofp = opt_first(ifaces[0].ofport)
+            except AttributeError:
+                continue
+            if isinstance(ofp, int) and ofp > 0:
+                tunnels.setdefault(tid.partition("@")[0], ofp)
+
+    def tunnel_ofport(dp_key: int, name: str) -> int | None:
+        pb = pb_by_name.get(name)
+        ch = opt_first(pb.chassis) if pb is not None else None
+        return tunnels.get(ch.name) if ch is not None else None
+
+    addr_sets = {a.name: const_set_from_integers(list(a.addresses))
+                 for a in tables("Address_Set").values()}
+    related_names = set(rt.related_lports)
+    port_groups = {pg.name: const_set_from_strings(list(pg.ports), related_names)
+                   for pg in tables("Port_Group").values()}
+    tvars: dict[str, str] = {}
+    if me is not None:
+        for tv in tables("Chassis_Template_Var").values():
+            if tv.chassis == me.name:
+                tvars.update(tv.variables)
+    dhcp = table_from_rows((r.name, r.code, r.type) for r in tables("DHCP_Options").values())
+    dhcpv6 = table_from_rows((r.name, r.code, r.type)
+                             for r in tables("DHCPv6_Options").values())
+    collectors = frozenset(int(r.id) for r in tables("Flow_Sample_Collector_Set").values()) \
+        if tables("Flow_Sample_Collector_Set") else None
+    kwargs: dict[str, Any] = dict(
+        addr_sets=addr_sets, port_groups=port_groups, template_vars=tvars,
+        dhcp_opts=dhcp or DHCPV4_OPTIONS, dhcpv6_opts=dhcpv6 or DHCPV6_OPTIONS,
+        conj_ids=conj_ids, port_binding=port_binding, multicast_group=multicast_group,
+        related_lports=frozenset(rt.related_lport_ids), is_chassis_resident=resident,
+        tunnel_ofport=tunnel_ofport, local_datapaths=frozenset(dp_uuid_by_key),
+        collector_ids=collectors)
+    if base is not None:
+        kwargs.update(symtab=base.symtab, group_table=base.group_table,
+                      meter_table=base.meter_table, features=base.features)
+    return CompileContext(**kwargs)
+
+
+class LflowOutput:
+    """Provider of the ``lflow_output`` node."""
+
+    def __init__(self, st: AgentState, tables: Tables, run_id: Callable[[], int],
+                 ovs_external_ids: Callable[[], Mapping[str, str]]) -> None:
+        self.st = st
+        self.tables = tables
+        self.run_id = run_id
+        self.ovs_external_ids = ovs_external_ids
+        self.data = LflowData()
+        self.refs = RefIndex()
+        self.conj_ids = ConjIds()
+        self.cache = LflowCache()
+        self._ctx: CompileContext | None = None
+        self._ctx_run = -1
+        self.compiler: LflowCompiler | None = None
+        self.n_errors = 0
+
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"logical_flow": self._logical_flow, "runtime_data": self._runtime_data,
+                "port_binding": self._port_binding, "multicast_group": self._multicast_group,
+                "address_set": self._address_set, "port_group": self._port_group,
+                "sb_global": self._sb_global}
+
+    # -- helpers -------------------------------------------------------
+    def _compiler(self) -> LflowCompiler:
+        rid = self.run_id()
+        if self.compiler is None or self._ctx_run != rid:
+            self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx)
+            self._ctx_run = rid
+            cfg = LflowCacheConfig.from_external_ids(dict(self.ovs_external_ids()))
+            self.cache.configure(cfg)
+            if self.compiler is None:
+                self.compiler = LflowCompiler(self._ctx, self.cache)
+            else:
+                self.compiler.ctx = self._ctx
+                self.compiler.clear_text_cache()
+        return self.compiler
+
+    def _remove(self, u: uuidlib.UUID) -> None:
+        self.data.flow_table.remove(u)
+        self.refs.remove(u)
+        self.conj_ids.free(u)
+        ctx = self._ctx
+        if ctx is not None:
+            ctx.group_table.remove_desired(u)
+            ctx.meter_table.remove_desired(u)
+
+    def _process(self, comp: LflowCompiler, row: Any) -> None:
+        table = self.data.flow_table
+        for res in comp.compile_lflow_local(row):
+            if isinstance(res, LflowError):
+                self.n_errors += 1
+                if _rl_err.allow():
+                    log.warning(f"error compiling lflow {res.lflow_uuid}: {res.message}")
+                continue
+            assert isinstance(res, CompiledLflow)
+            res.install(table)
+            self.refs.add(row.uuid, res.refs)
+
+    def _reprocess(self, comp: LflowCompiler, uuids: Iterable[uuidlib.UUID]) -> bool:
+        rows = self.tables("Logical_Flow")
+        done = False
+        for u in uuids:
+            self._remove(u)
+            self.cache.delete(u)
+            row = rows.get(u)
+            if row is not None:
+                self._process(comp, row)
+            done = True
+        return done
+
+    # -- run -----------------------------------------------------------
+    def run(self, node: Node) -> bool:
+        table = self.data.flow_table
+        table.clear()
+        self.refs.clear()
+        self.conj_ids.clear()
+        if self._ctx is not None:
+            self._ctx.group_table.clear_desired()
+            self._ctx.meter_table.clear_desired()
+        if self.st.chassis is None:
+            return True
+        COVERAGE.inc("lflow_run")
+        comp = self._compiler()
+        for row in list(self.tables("Logical_Flow").values()):
+            self._process(comp, row)
+        return True
+
+    # -- handlers ------------------------------------------------------
+    def _logical_flow(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        comp = self._compiler()
+        for u in tc.deleted:
+            self._remove(u)
+            self.cache.delete(u)
+        changed = self._reprocess(comp, [tr.row.uuid for tr in tc.new_or_updated()])
+        return HANDLED_UPDATED if (changed or tc.deleted) else HANDLED_UNCHANGED
+
+    def _runtime_data(self, node: Node, inp: Node) -> Handled:
+        rt = self.st.rt
+        if not rt.tracked:
+            return UNHANDLED
+        comp = self._compiler()
+        uuids: set[uuidlib.UUID] = set()
+        new_dps: set[uuidlib.UUID] = set()
+        names: set[str] = set()
+        for tdp in rt.tracked_dps.dps.values():
+            if tdp.type is TrackedType.NEW:
+                new_dps.add(tdp.datapath.uuid)
+            names.update(tdp.lports)
+        if new_dps:
+            for row in self.tables("Logical_Flow").values():
+                dp = opt_first(row.logical_datapath)
+                if dp is not None:
+                    if dp.uuid in new_dps:
+                        uuids.add(row.uuid)
+                    continue
+                grp = opt_first(row.logical_dp_group)
+                if grp is not None and any(d.uuid in new_dps for d in grp.datapaths):
+                    uuids.add(row.uuid)
+        uuids |= self.refs.users("ports", names)
+        pgs = [pg.name for pg in self.tables("Port_Group").values()
+               if names.intersection(pg.ports)]
+        uuids |= self.refs.users("port_groups", pgs)
+        if not uuids:
+            return HANDLED_UNCHANGED
+        self._reprocess(comp, uuids)
+        return HANDLED_UPDATED
+
+    def _port_binding(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        names = {tr.row.logical_port for tr in tc.all()}
+        uuids = self.refs.users("ports", names)
+        if not uuids:
+            return HANDLED_UNCHANGED
+        self._reprocess(self._compiler(), uuids)
+        return HANDLED_UPDATED
+
+    def _multicast_group(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        names = {tr.row.name for tr in tc.all()}
+        uuids = self.refs.users("mcgroups", names)
+        if not uuids:
+            return HANDLED_UNCHANGED
+        self._reprocess(self._compiler(), uuids)
+        return HANDLED_UPDATED
+
+    def _named(self, kind: str, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        names = {tr.row.name for tr in tc.all()}
+        uuids = self.refs.users(kind, names)
+        if not uuids:
+            return HANDLED_UNCHANGED
+        self._reprocess(self._compiler(), uuids)
+        return HANDLED_UPDATED
+
+    def _address_set(self, node: Node, inp: Node) -> Handled:
+        return self._named("addr_sets", inp)
+
+    def _port_group(self, node: Node, inp: Node) -> Handled:
+        return self._named("port_groups", inp)
+
+    def _sb_global(self, node: Node, inp: Node) -> Handled:
+        tc: TableChanges = inp.data
+        if tc.created or tc.deleted:
+            return UNHANDLED
+        for tr in tc.updated.values():
+            if "options" in tr.old:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
+
+    def conj_ids_dump(self) -> str:
+        return self.conj_ids.dump()
