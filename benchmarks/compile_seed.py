@@ -4,11 +4,12 @@ Loads ``/work/shared/reference-data/seed-500/sb.db.gz`` (25,655 lflows), then
 compiles each lflow for each of its datapaths (all are local in that
 topology) with ``LflowCompiler``, collecting the ``Flow`` objects.  Prints
 lflows/s, flows/s, total seconds, peak RSS, the distinct-text reuse rate and
-the lflow-cache hit rate, for a cold pass (empty caches) and a warm pass (a
+the lflow-cache hit rate (``compile_all``, or ``--one-by-one`` calls with
+the cyclic GC running), for a cold pass (empty caches) and a warm pass (a
 full recompute: per-text memo cleared, uuid-keyed lflow cache kept, as after
 an input change in the agent).  Numbers are printed, never asserted.
 
-    python -m benchmarks.compile_seed [--profile] [--no-cache] [SB_DB]
+    python -m benchmarks.compile_seed [--profile] [--no-cache] [--one-by-one] [SB_DB]
 """
 
 from __future__ import annotations
@@ -35,18 +36,22 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def compile_pass(compiler: LflowCompiler, lflows: list[Any]) -> tuple[int, int, float]:
-    n_flows = n_err = 0
-    kept: list[CompiledLflow] = []
+def compile_pass(compiler: LflowCompiler, lflows: list[Any],
+                 one_by_one: bool) -> tuple[int, int, float]:
     t0 = time.perf_counter()
-    for lf in lflows:
-        for res in compiler.compile_lflow_local(lf):
-            if isinstance(res, CompiledLflow):
-                n_flows += len(res.flows) + len(res.conj_flows)
-                kept.append(res)
-            else:
-                n_err += 1
+    if one_by_one:
+        results: list[Any] = []
+        for lf in lflows:
+            results.extend(compiler.compile_lflow_local(lf))
+    else:
+        results = compiler.compile_all(lflows)
     dt = time.perf_counter() - t0
+    n_flows = n_err = 0
+    for res in results:
+        if isinstance(res, CompiledLflow):
+            n_flows += len(res.flows) + len(res.conj_flows)
+        else:
+            n_err += 1
     return n_flows, n_err, dt
 
 
@@ -55,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("sb_db", nargs="?", default=str(SEED))
     ap.add_argument("--profile", action="store_true", help="cProfile the cold pass")
     ap.add_argument("--no-cache", action="store_true", help="ovn-enable-lflow-cache=false")
+    ap.add_argument("--one-by-one", action="store_true",
+                    help="compile_lflow_local() per row with the GC running, "
+                         "instead of compile_all()")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -83,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
                 compiler.stats[k] = 0
         if prof is not None and label == "cold":
             prof.enable()
-        n_flows, n_err, dt = compile_pass(compiler, lflows)
+        n_flows, n_err, dt = compile_pass(compiler, lflows, args.one_by_one)
         if prof is not None and label == "cold":
             prof.disable()
         st = compiler.stats
