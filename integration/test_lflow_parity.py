@@ -16,8 +16,9 @@ ovn-controller names (group-table.txt / meter-table.txt for the C side, our
 ExtendTables for ours).  Conntrack zone constants do not occur in the logical
 tables.
 
-Run ``python -m integration.test_lflow_parity [DIR]`` for per-table counts
-and the differing lines.
+Run ``python -m integration.test_lflow_parity [--mode=cold|recompute|no-cache] [DIR]``
+for per-table counts and the differing lines (DIR holds sb.db, flows.raw.txt,
+conf-ovs.txt, ct-zones.txt, group-table.txt, meter-table.txt, uncompressed).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import pytest
 
 from controller.lflow.actions import ExtendTable, OvsFeatures
-from controller.lflow.cache import LflowCache
+from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import CompiledLflow, LflowCompiler, LflowError
 from controller.lflow.conj_ids import ConjIds
 from controller.lflow.snapshot import SbSnapshot, context_from_snapshot, local_datapath_keys
@@ -79,7 +80,10 @@ class Compiled:
         self.meters = meters
 
 
-def compile_snapshot(data: Path, sb: SbSnapshot | None = None) -> Compiled:
+def compile_snapshot(data: Path, sb: SbSnapshot | None = None, mode: str = "cold") -> Compiled:
+    """mode: "cold" (empty caches), "recompute" (a second full pass with the
+    per-text memo and conjunction ids cleared, the lflow cache warm) or
+    "no-cache" (ovn-enable-lflow-cache=false)."""
     sb = sb or SbSnapshot(data / "sb.db")
     conf = _read_text(data / "conf-ovs.txt")
     m = re.search(r'system-id="([^"]+)"', conf)
@@ -96,15 +100,19 @@ def compile_snapshot(data: Path, sb: SbSnapshot | None = None) -> Compiled:
         sb, chassis, local, related_names, group_table=groups, meter_table=meters,
         conj_ids=ConjIds(),
         features=OvsFeatures(ct_zero_snat=True, dp_hash_l4_sym=False, controller_meter=True))
-    compiler = LflowCompiler(ctx, LflowCache())
+    compiler = LflowCompiler(ctx, LflowCache(LflowCacheConfig(enabled=mode != "no-cache")))
+    lflows = sb.table("Logical_Flow")
+    if mode == "recompute":
+        compiler.compile_all(lflows)
+        compiler.clear_text_cache()
+        ctx.conj_ids.clear()
     desired = DesiredFlowTable()
     errors: list[LflowError] = []
-    for lf in sb.table("Logical_Flow"):
-        for res in compiler.compile_lflow_local(lf):
-            if isinstance(res, CompiledLflow):
-                res.install(desired)
-            else:
-                errors.append(res)
+    for res in compiler.compile_all(lflows):
+        if isinstance(res, CompiledLflow):
+            res.install(desired)
+        else:
+            errors.append(res)
     installed = InstalledFlowTable()
     update_by_compare(desired, installed, lambda op, flow: None)
     return Compiled(list(installed.flows()), errors, compiler, groups, meters)
@@ -180,9 +188,9 @@ def actual_lines(c: Compiled) -> list[str]:
     return normalise(lines, groups, meters)
 
 
-def compare(data: Path = RICH) -> tuple[dict[int, tuple[int, int, int]], list[str], list[str],
-                                         Compiled]:
-    c = compile_snapshot(data)
+def compare(data: Path = RICH, mode: str = "cold"
+            ) -> tuple[dict[int, tuple[int, int, int]], list[str], list[str], Compiled]:
+    c = compile_snapshot(data, mode=mode)
     exp = collections.Counter(expected_lines(data))
     act = collections.Counter(actual_lines(c))
     result: dict[int, tuple[int, int, int]] = {}
@@ -199,12 +207,15 @@ def _report(result: dict[int, tuple[int, int, int]]) -> str:
                      for t, (s, m, x) in result.items())
 
 
-def test_rich_lflow_parity() -> None:
-    result, missing, extra, c = compare(RICH)
+@pytest.mark.parametrize("mode", ["cold", "recompute", "no-cache"])
+def test_rich_lflow_parity(mode: str) -> None:
+    result, missing, extra, c = compare(RICH, mode)
     print(_report(result))
     assert not c.errors, c.errors[:5]
     assert sum(r[0] for r in result.values()) > 900
     assert not missing and not extra, (missing[:10], extra[:10])
+    if mode == "recompute":
+        assert c.compiler.stats["cache_hits"] > 100
 
 
 @pytest.mark.slow
@@ -221,8 +232,11 @@ def test_seed500_lflow_parity(tmp_path: Path) -> None:
 
 
 def main(argv: list[str]) -> Any:
+    mode = "cold"
+    if argv and argv[0].startswith("--mode="):
+        mode = argv.pop(0).split("=", 1)[1]
     target = Path(argv[0]) if argv else RICH
-    result, missing, extra, c = compare(target)
+    result, missing, extra, c = compare(target, mode)
     print(_report(result))
     for err in c.errors[:20]:
         print("!", err)
