@@ -249,5 +249,24 @@ def ensure_br_int(ovs_txn: Any | None, ovs_tables: Mapping[str, Any], ovs_row: A
     return br
 
 
+def br_datapath(ovs_txn: Any | None, ovs_tables: Mapping[str, Any], ovs_row: Any,
+                br_int: Any | None, datapath_type: str | None) -> Any | None:
+    """The Datapath row of br-int's datapath type (created when missing, like
+    ``create_br_datapath``); vswitchd fills its ``capabilities``."""
+    if ovs_row is None or br_int is None:
+        return None
+    dp_type = datapath_type or br_int.datapath_type or DEFAULT_DATAPATH
+    cur = dict(ovs_row.datapaths)
+    dp = cur.get(dp_type)
+    if dp is not None or ovs_txn is None:
+        return dp
+    ovs_txn.add_comment(f"ovn-controller: creating bridge datapath '{dp_type}'")
+    row = ovs_txn.insert(ovs_tables["Datapath"])
+    ovs_row.verify("datapaths")
+    cur[dp_type] = row
+    ovs_row.datapaths = cur
+    return None
+
+
 def first_row(rows: Mapping[Any, Any]) -> Any | None:
     return _first_row(rows)

@@ -33,7 +33,8 @@ import structlog
 
 from controller import db as dbmod
 from controller.binding import binding_cleanup
-from controller.chassis import chassis_cleanup, chassis_config, chassis_run, ensure_br_int
+from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, chassis_run,
+                                ensure_br_int)
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
@@ -107,6 +108,7 @@ class Daemon:
             node_data={"runtime_data": self.st.rt, "ct_zones": self.st.ct,
                        "if_status_mgr": self.if_mgr},
             providers=providers))
+        self.flow_providers = providers
         self.encaps = Encaps()
         self.patches = Patches()
         self.session: OfctrlSession | None = None
@@ -129,6 +131,7 @@ class Daemon:
         self._wake = False
         self._sb_loaded = False
         self._version_mismatch = False
+        self.features: tuple[bool, bool, bool] | None = None
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -260,6 +263,19 @@ class Daemon:
                                             bool(knobs["ovn-monitor-all"]))
         self.expected_cond_seqno = self.sb.set_conditions(conds)
 
+    def _features_run(self, caps: dict[str, str]) -> None:
+        """OVS datapath features that change flow encodings (lib/features.c)."""
+        feats = (caps.get("ct_zero_snat") == "true",
+                 caps.get("max_hash_alg") == "1",
+                 caps.get("ct_flush") == "true")
+        if feats != self.features:
+            if self.features is not None:
+                self.engine.set_force_recompute("OVS feature set changed, force recompute.")
+            self.features = feats
+            lf = self.flow_providers.get("lflow_output")
+            if lf is not None and hasattr(lf, "set_features"):
+                lf.set_features(ct_zero_snat=feats[0], dp_hash_l4_sym=feats[1])
+
     def _northd_version_ok(self, knobs: Knobs, sb: dbmod.IdlLoop) -> bool:
         """``ovn-match-northd-version``: stop processing while versions differ."""
         if not knobs["ovn-match-northd-version"]:
@@ -319,6 +335,10 @@ class Daemon:
             self.br_int = ensure_br_int(self.ovs.txn, self.ovs.idl.tables, ovs_row, br_name,
                                         knobs["ovn-bridge-datapath-type"])
         br_int = self.br_int
+        if ovs_row is not None:
+            dp = br_datapath(self.ovs.txn, self.ovs.idl.tables, ovs_row, br_int,
+                             knobs["ovn-bridge-datapath-type"])
+            self._features_run(dict(dp.capabilities) if dp is not None else {})
         if self.exiting and not self.restart and knobs["ovn-cleanup-on-exit"]:
             self._cleanup_step(sb, br_int)
         elif self.exiting:

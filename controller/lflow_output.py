@@ -33,6 +33,7 @@ from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Ha
 from controller.engine_nodes import AgentState
 from controller.knobs import RateLimiter
 from controller.local_data import TrackedType, opt_first
+from controller.lflow.actions import OvsFeatures
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
 from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import CompileContext, CompiledLflow, LflowCompiler, LflowError
@@ -191,6 +192,13 @@ class LflowOutput:
         self._ctx_run = -1
         self.compiler: LflowCompiler | None = None
         self.n_errors = 0
+        self.features = OvsFeatures()
+
+    def set_features(self, ct_zero_snat: bool, dp_hash_l4_sym: bool) -> None:
+        """Datapath capabilities that change action encodings (recompute follows)."""
+        self.features = OvsFeatures(ct_zero_snat=ct_zero_snat, dp_hash_l4_sym=dp_hash_l4_sym,
+                                    controller_meter=self.features.controller_meter)
+        self._ctx_run = -1
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
@@ -204,6 +212,7 @@ class LflowOutput:
         rid = self.run_id()
         if self.compiler is None or self._ctx_run != rid:
             self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx)
+            self._ctx.features = self.features
             self._ctx_run = rid
             cfg = LflowCacheConfig.from_external_ids(dict(self.ovs_external_ids()))
             self.cache.configure(cfg)
