@@ -9,6 +9,7 @@ The implementation is split by stage (each module documents its part):
 * ``expr_annotate``  ``annotate``, ``simplify``, ``evaluate_condition``
 * ``expr_normalize`` ``normalize``
 * ``expr_matches``   ``to_matches`` (``ofctrl.match.Match``), ``evaluate``
+* ``expr_microflow`` ``parse_microflow`` (inject-pkt), ``find_inport``
 * ``conj_ids``       conjunction-id allocation
 
 ``compile_match()`` runs the pipeline ovn-controller applies to the match of
@@ -30,9 +31,10 @@ from controller.lflow.expr_matches import (
 from controller.lflow.expr_nodes import (
     C_INTEGER, C_STRING, E_AND, E_BOOL, E_CMP, E_COND, E_OR, R_EQ, R_GE, R_GT,
     R_LE, R_LT, R_NE, Constant, ConstantSet, Expr, clone, combine,
-    const_set_from_integers, const_set_from_strings, constant_format,
-    constant_set_format, expr_format, expr_not,
+    const_set_from_integers, const_set_from_strings, const_set_integers_diff,
+    constant_format, constant_set_format, expr_format, expr_not,
 )
+from controller.lflow.expr_microflow import find_inport, parse_microflow
 from controller.lflow.expr_normalize import is_normalized, normalize
 from controller.lflow.expr_parse import (
     ExprError, ExprField, expr_parse, format_field, parse_constant,
@@ -47,7 +49,8 @@ __all__ = [
     "R_EQ", "R_GE", "R_GT", "R_LE", "R_LT", "R_NE", "Constant", "ConstantSet",
     "Expr", "ExprError", "ExprField", "ExprMatch", "annotate", "clone",
     "combine", "compile_match", "const_set_from_integers",
-    "const_set_from_strings", "constant_format", "constant_set_format",
+    "const_set_from_strings", "const_set_integers_diff", "constant_format",
+    "constant_set_format", "find_inport", "parse_microflow",
     "evaluate", "evaluate_condition", "expr_format", "expr_not", "expr_parse",
     "format_field", "format_matches", "is_normalized", "normalize",
     "parse_constant", "parse_constant_set", "parse_expr", "parse_expr_string",

@@ -14,6 +14,9 @@ that flow when the address set changes.  Conjunction ids start at 1;
 Equal matches are merged: conjunctions are concatenated, and a plain flow
 absorbs conjunctive ones (OVS expr_match_add()).
 
+``to_matches`` does not modify 'expr', so one normalised expression can be
+turned into matches for several datapaths (with different port lookups).
+
 ``format_matches(matches)`` gives the lines ``expr_matches_print()`` prints.
 ``evaluate(expr, packet, lookup_port)`` evaluates an expression against a
 packet given as ``{ovs_field_name: int}`` (OVS expr_evaluate()).

@@ -23,7 +23,7 @@ Constants: ``Constant`` (``value``, ``mask``, ``format``, ``masked`` or
 ``string``) and ``ConstantSet`` (``values``, ``type`` ``C_INTEGER``/
 ``C_STRING``, ``in_curlies``, ``as_name``), ``constant_format``,
 ``constant_set_format``, ``const_set_from_integers``,
-``const_set_from_strings``.
+``const_set_from_strings``, ``const_set_integers_diff``.
 """
 
 from __future__ import annotations
@@ -390,3 +390,29 @@ def const_set_from_strings(values: list[str], allowed: set[str] | None = None) -
     """Port-group contents (expr_const_sets_add_strings())."""
     out = [Constant(string=v) for v in values if allowed is None or v in allowed]
     return ConstantSet(out, C_STRING, True)
+
+
+def const_set_integers_diff(old: ConstantSet, new: ConstantSet
+                            ) -> tuple[ConstantSet | None, ConstantSet | None]:
+    """(added, deleted) members between two sorted integer sets (as built by
+    const_set_from_integers()), each None when empty
+    (expr_constant_set_integers_diff())."""
+    added: list[Constant] = []
+    deleted: list[Constant] = []
+    ov, nv = old.values, new.values
+    oi = ni = 0
+    while oi < len(ov) and ni < len(nv):
+        ko, kn = ov[oi].sort_key(), nv[ni].sort_key()
+        if ko < kn:
+            deleted.append(ov[oi])
+            oi += 1
+        elif ko > kn:
+            added.append(nv[ni])
+            ni += 1
+        else:
+            oi += 1
+            ni += 1
+    deleted.extend(ov[oi:])
+    added.extend(nv[ni:])
+    return (ConstantSet(added) if added else None,
+            ConstantSet(deleted) if deleted else None)

@@ -137,3 +137,46 @@ def test_rich_reference_flows() -> None:
                 assert ours == theirs, lf["match"]
                 n_compared += 1
     assert n_compared >= 600 and n_conj >= 40
+
+
+def test_parse_microflow() -> None:
+    from controller.lflow.expr_microflow import find_inport, parse_microflow
+    from controller.lflow.expr_parse import parse_expr
+    from tests.conformance.harness import symtab
+
+    st = symtab()
+    m, err = parse_microflow(
+        'inport == "eth0" && eth.src == 00:00:00:00:00:01 && ip4 && ip.ttl == 64 '
+        "&& ip4.src == 10.0.0.1 && udp && udp.src == 53 && udp.dst == 4369", st, lookup_port)
+    assert err is None and m is not None
+    assert m.to_string() == ("udp,reg14=0x5,dl_src=00:00:00:00:00:01,nw_src=10.0.0.1,"
+                             "nw_ttl=64,tp_src=53,tp_dst=4369")
+    assert parse_microflow("ip4 && ip6", st, lookup_port) == (None, "Constraints are contradictory.")
+    assert parse_microflow("tcp.src == 80", st, lookup_port) == (
+        None, "Constraints are ambiguous: tcp.src == 0x50 && ip.proto == 0x6 && "
+              "(eth.type == 0x800 || eth.type == 0x86dd).")
+    assert parse_microflow("ip4 && tcp.src == {80, 81}", st, lookup_port)[1] is not None
+    assert parse_microflow("ip4 && tcp.src[1..15] == 0x28", st, lookup_port)[1] is None
+    assert parse_microflow("xyzzy", st, lookup_port) == (
+        None, "Syntax error at `xyzzy' expecting field name.")
+
+    e = parse_expr('inport == "a" && ip4', st)
+    assert find_inport(e) == ("a", None)
+    e = parse_expr('inport == {"a", "b"}', st)
+    assert find_inport(e) == (None, "flow match expression matches on multiple inports")
+    assert find_inport(parse_expr("ip4", st)) == (
+        None, "flow match expression does not match on inport")
+
+
+def test_address_set_diff() -> None:
+    from controller.lflow.expr_nodes import (
+        const_set_from_integers, const_set_integers_diff, constant_set_format,
+    )
+
+    old = const_set_from_integers(["10.0.0.3", "10.0.0.1", "10.0.0.0/24", "bogus"])
+    new = const_set_from_integers(["10.0.0.1", "10.0.0.4", "10.0.0.0/24"])
+    added, deleted = const_set_integers_diff(old, new)
+    assert added is not None and deleted is not None
+    assert constant_set_format(added) == "10.0.0.4"
+    assert constant_set_format(deleted) == "10.0.0.3"
+    assert const_set_integers_diff(new, new) == (None, None)
