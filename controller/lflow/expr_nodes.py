@@ -28,8 +28,14 @@ Constants: ``Constant`` (``value``, ``mask``, ``format``, ``masked`` or
 
 from __future__ import annotations
 
+import structlog
+
 from controller.lflow import lexer as lx
 from controller.lflow.symtab import Symbol
+from controller.vlog import RateLimiter
+
+log = structlog.get_logger("expr")
+_invalid_entry_rl = RateLimiter(per_minute=5)
 
 E_CMP = 0
 E_AND = 1
@@ -382,6 +388,9 @@ def const_set_from_integers(values: list[str]) -> ConstantSet:
             out.append(Constant(tok.value, 0, tok.format, False))
         elif tok.type == lx.T_MASKED_INTEGER:
             out.append(Constant(tok.value, tok.mask, tok.format, True))
+        elif _invalid_entry_rl.allow():
+            log.warning("invalid constant set entry", entry=text,
+                        token_type=lx.TOKEN_NAMES[tok.type])
     out.sort(key=Constant.sort_key)
     return ConstantSet(out, C_INTEGER, True)
 
