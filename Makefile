@@ -19,7 +19,9 @@ REQS       := requirements/runtime.txt requirements/os-ken.txt requirements/dev.
 # git checkout, fall back to the directories.
 GIT_FILES   = $(wildcard $(shell git ls-files -- $(1) 2>/dev/null))
 PY_FILES    = $(or $(call GIT_FILES,'*.py'),controller ofctrl physical integration tests benchmarks)
-PKG_FILES   = $(or $(call GIT_FILES,'controller/*.py' 'ofctrl/*.py' 'physical/*.py' 'integration/*.py'),controller ofctrl physical integration)
+# mypy checks the product code; test modules (tests/, integration/test_*.py,
+# conftest.py) are exercised by pytest and linted by ruff.
+PKG_FILES   = $(or $(filter-out %/conftest.py integration/test_%,$(call GIT_FILES,'controller/*.py' 'ofctrl/*.py' 'physical/*.py' 'integration/*.py')),controller ofctrl physical integration)
 TEST_FILES  = $(call GIT_FILES,'tests/*test_*.py' 'integration/*test_*.py')
 PYTEST_ARGS ?=
 
