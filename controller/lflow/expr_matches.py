@@ -72,7 +72,7 @@ def _field_info(name: str) -> tuple[int, bool]:
     return info
 
 
-def _constrain(cmp: Expr, lookup_port: LookupPort, m: PartialMatch) -> bool:
+def constrain_match(cmp: Expr, lookup_port: LookupPort, m: PartialMatch) -> bool:
     """Applies CMP 'cmp' to partial match 'm'; False if a port name is unknown.
 
     Like OVS mf_mask_subfield()/mf_set(), a partial mask on a field that is
@@ -100,7 +100,7 @@ def _constrain(cmp: Expr, lookup_port: LookupPort, m: PartialMatch) -> bool:
     return True
 
 
-def _finish(m: PartialMatch) -> Match:
+def finish_match(m: PartialMatch) -> Match:
     return Match([(n, v, mask) for n, (v, mask) in m.items()])
 
 
@@ -127,10 +127,10 @@ def _add_disjunction(or_: Expr, lookup_port: LookupPort, base: PartialMatch,
     n = 0
     for sub in or_.subs:
         m = dict(base)
-        if not _constrain(sub, lookup_port, m):
+        if not constrain_match(sub, lookup_port, m):
             continue
         conj = [(conj_id, clause, n_clauses)] if conj_id else []
-        em = ExprMatch(_finish(m), conj)
+        em = ExprMatch(finish_match(m), conj)
         if or_.as_name is not None:
             em.as_name = or_.as_name
             em.as_ip = sub.value & ((1 << 128) - 1)
@@ -146,14 +146,14 @@ def _add_conjunction(and_: Expr, lookup_port: LookupPort, n_conjs: list[int],
     n_clauses = 0
     for sub in and_.subs:
         if sub.type == E_CMP:
-            if not _constrain(sub, lookup_port, m):
+            if not constrain_match(sub, lookup_port, m):
                 return
         elif sub.type == E_OR:
             n_clauses += 1
         else:
             raise AssertionError("expression is not normalized")
     if not n_clauses:
-        out.add(ExprMatch(_finish(m)))
+        out.add(ExprMatch(finish_match(m)))
     elif n_clauses == 1:
         for sub in and_.subs:
             if sub.type == E_OR:
@@ -168,13 +168,13 @@ def _add_conjunction(and_: Expr, lookup_port: LookupPort, n_conjs: list[int],
                     return
                 clause += 1
         m["conj_id"] = (conj_id, 0xFFFFFFFF)
-        out.add(ExprMatch(_finish(m)))
+        out.add(ExprMatch(finish_match(m)))
 
 
 def _add_cmp_flow(cmp: Expr, lookup_port: LookupPort, out: _Matches) -> None:
     m: PartialMatch = {}
-    if _constrain(cmp, lookup_port, m):
-        out.add(ExprMatch(_finish(m)))
+    if constrain_match(cmp, lookup_port, m):
+        out.add(ExprMatch(finish_match(m)))
 
 
 def to_matches(expr: Expr, lookup_port: LookupPort) -> tuple[list[ExprMatch], int]:

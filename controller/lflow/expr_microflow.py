@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 from controller.lflow import lexer as lx
 from controller.lflow.expr_annotate import annotate, evaluate_condition, simplify
-from controller.lflow.expr_matches import PartialMatch, _constrain, _finish
+from controller.lflow.expr_matches import PartialMatch, constrain_match, finish_match
 from controller.lflow.expr_nodes import (
     E_AND, E_BOOL, E_CMP, E_OR, R_EQ, ConstantSet, Expr, expr_format,
 )
@@ -53,17 +53,17 @@ def parse_microflow(text: str, symtab: Mapping[str, Symbol],
             elif e.type == E_OR:
                 lexer.set_error(f"Constraints are ambiguous: {annotated}.")
             elif e.type == E_CMP:
-                _constrain(e, lookup_port, m)
+                constrain_match(e, lookup_port, m)
             elif e.type == E_AND:
                 for sub in e.subs:
                     if sub.type == E_CMP:
-                        _constrain(sub, lookup_port, m)
+                        constrain_match(sub, lookup_port, m)
                     else:
                         lexer.set_error(f"Constraints are ambiguous: {annotated}.")
                         break
     if lexer.error is not None:
         return None, lexer.error
-    return _finish(m), None
+    return finish_match(m), None
 
 
 def _find_inports(e: Expr, out: dict[str, None]) -> None:
