@@ -15,6 +15,8 @@ Public API
 * ``clear_text_cache()``: forget what was compiled per distinct text (call it
   whenever an input changes: address sets, port groups, template variables,
   chassis residency, port bindings, multicast groups);
+* ``forget_lflow(uuid)``: a deleted (or to be recompiled) lflow gives back
+  its conjunction ids, lflow-cache entry and group/meter references;
 * ``stats``: counters (instances, text reuse, lflow-cache hits).
 
 ``CompiledLflow`` has ``flows`` (plain flows: cookie = first 32 bits of the
@@ -23,8 +25,8 @@ lflow UUID), ``conj_flows`` (cookie 0; add them with
 AddrSetInfo} for flows made from one address-set member) and ``refs``
 (``LflowRefs``: address sets, port groups, ports, multicast groups, template
 variables the flow used), so the agent can re-process only the lflows that use
-a changed resource.  ``install(desired_table)`` adds everything owned by the
-lflow UUID.  Errors never raise: ``LflowError(lflow_uuid, message)``.
+a changed resource (``RefIndex`` keeps resource -> lflows).
+``install(desired_table)`` adds everything owned by the lflow UUID.  Errors never raise: ``LflowError(lflow_uuid, message)``.
 
 Design note
 -----------
@@ -186,6 +188,41 @@ class LflowRefs:
 
 
 NO_REFS = LflowRefs()
+
+
+class RefIndex:
+    """Which lflows use which resource (the agent's objdep manager):
+    ``add(compiled)``, ``remove(lflow_uuid)``, ``lflows_using(kind, name)``
+    with kind one of "addr_sets", "port_groups", "ports", "mcgroups",
+    "templates"."""
+
+    KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
+
+    def __init__(self) -> None:
+        self._by_res: dict[tuple[str, str], set[uuidlib.UUID]] = {}
+        self._by_lflow: dict[uuidlib.UUID, set[tuple[str, str]]] = {}
+
+    def add(self, compiled: "CompiledLflow") -> None:
+        refs = compiled.refs
+        if not refs:
+            return
+        mine = self._by_lflow.setdefault(compiled.lflow_uuid, set())
+        for kind in self.KINDS:
+            for name in getattr(refs, kind):
+                key = (kind, name)
+                mine.add(key)
+                self._by_res.setdefault(key, set()).add(compiled.lflow_uuid)
+
+    def remove(self, lflow_uuid: uuidlib.UUID) -> None:
+        for key in self._by_lflow.pop(lflow_uuid, ()):
+            users = self._by_res.get(key)
+            if users is not None:
+                users.discard(lflow_uuid)
+                if not users:
+                    del self._by_res[key]
+
+    def lflows_using(self, kind: str, name: str) -> frozenset[uuidlib.UUID]:
+        return frozenset(self._by_res.get((kind, name), ()))
 
 
 class LflowError:
@@ -416,6 +453,16 @@ class LflowCompiler:
     def clear_text_cache(self) -> None:
         self._texts.clear()
         self._action_texts.clear()
+
+    def forget_lflow(self, lflow_uuid: uuidlib.UUID) -> None:
+        """A Logical_Flow was deleted (or is about to be recompiled): free its
+        conjunction ids, lflow-cache entry and group/meter references."""
+        ctx = self.ctx
+        ctx.conj_ids.free(lflow_uuid)
+        if self.cache is not None:
+            self.cache.delete(lflow_uuid)
+        ctx.group_table.remove_desired(lflow_uuid)
+        ctx.meter_table.remove_desired(lflow_uuid)
 
     # -------------------------------------------------------------- entry points
     def compile_all(self, lflows: Iterable[Any]) -> list[CompiledLflow | LflowError]:

@@ -4,6 +4,7 @@ and the lflow cache (cached results must equal fresh ones)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -338,3 +339,36 @@ def test_cli_errors() -> None:
     assert r.stdout.startswith('error parsing match "ip4.src ==": Syntax error')
     r = _cli("--match", 'outport == "unknown"', "--actions", "next;")
     assert r.returncode == 0 and r.stdout == "" and "(no flows)" in r.stderr
+
+
+def test_ref_index_and_forget() -> None:
+    from controller.lflow.compile import RefIndex
+    ctx = make_ctx()
+    cache = LflowCache()
+    c = LflowCompiler(ctx, cache)
+    a = one(c, lflow("ip4.src == $as1 && tcp.dst == {1, 2} && ip4.dst == {10.9.0.1, 10.9.0.2}"))
+    b = one(c, lflow('outport == "p2"', 'outport = "_MC_flood"; output;', pipeline="egress"))
+    lr = one(c, lflow("ip4", "ct_lb_mark(backends=10.0.0.1:80);", dp=LR), LR)
+    idx = RefIndex()
+    for r in (a, b, lr):
+        idx.add(r)
+    assert idx.lflows_using("addr_sets", "as1") == {a.lflow_uuid}
+    assert idx.lflows_using("ports", "p2") == {b.lflow_uuid}
+    assert idx.lflows_using("mcgroups", "_MC_flood") == {b.lflow_uuid}
+    idx.remove(b.lflow_uuid)
+    assert idx.lflows_using("ports", "p2") == frozenset()
+    assert ctx.conj_ids.find(a.lflow_uuid, LS1.uuid)
+    assert b.lflow_uuid in cache and len(ctx.group_table.desired) == 1
+    for r in (a, b, lr):
+        c.forget_lflow(r.lflow_uuid)
+    assert not ctx.conj_ids.find(a.lflow_uuid, LS1.uuid)
+    assert b.lflow_uuid not in cache and len(ctx.group_table.desired) == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/work/shared/reference-data/rich/sb.db"),
+                    reason="reference data absent")
+def test_benchmark_runs_on_rich(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.compile_seed import main
+    main(["/work/shared/reference-data/rich/sb.db"])
+    out = capsys.readouterr().out
+    assert "cold: 428 lflows" in out and "warm: 428 lflows" in out and "errors 0" in out
