@@ -262,6 +262,7 @@ def br_datapath(ovs_txn: Any | None, ovs_tables: Mapping[str, Any], ovs_row: Any
         return dp
     ovs_txn.add_comment(f"ovn-controller: creating bridge datapath '{dp_type}'")
     row = ovs_txn.insert(ovs_tables["Datapath"])
+    row.capabilities = {}     # the Python IDL drops inserts without any column set
     ovs_row.verify("datapaths")
     cur[dp_type] = row
     ovs_row.datapaths = cur

@@ -30,8 +30,13 @@ from typing import Any, Iterable, Mapping
 
 import ovs.db.idl
 import ovs.poller
+import structlog
 
+from controller.knobs import RateLimiter
 from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
+
+log = structlog.get_logger("ovsdb_idl")
+_rl_txn = RateLimiter(5.0, 3)
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
@@ -224,6 +229,10 @@ class IdlLoop:
         T = ovs.db.idl.Transaction
         self.last_commit_status = status
         self.commit_failed = status not in (T.SUCCESS, T.UNCHANGED)
+        if self.commit_failed and self.committing is not None and status != T.TRY_AGAIN:
+            if _rl_txn.allow():
+                log.warning(f"{self.name} transaction failed: {status} "
+                            f"{self.committing.get_error()}")
         self.committing = None
 
     def commit(self) -> str | None:
@@ -242,6 +251,8 @@ class IdlLoop:
             self.committing = txn
         else:
             self._finish_commit(status)
+            if self.commit_failed and status != T.TRY_AGAIN and _rl_txn.allow():
+                log.warning(f"{self.name} transaction failed: {status} {txn.get_error()}")
         return status
 
     def wait(self, poller: ovs.poller.Poller) -> None:
