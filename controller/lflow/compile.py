@@ -645,7 +645,7 @@ class LflowCompiler:
                 st.n_conjs = lcv.n_conjs
                 st.conj_start = lcv.conj_id_ofs
             else:
-                self._finish_expr(st, clone(lcv.expr))
+                self._finish_expr(st, clone(lcv.expr), text.match)
             text.shared = st
             return st, False
         self.stats["cache_misses"] += 1
@@ -667,7 +667,7 @@ class LflowCompiler:
             st.uses_sets = True
             st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
         if e is not None:
-            self._finish_expr(st, e)
+            self._finish_expr(st, e, text.match)
         if pg_ref:
             if text.by_dp is None:
                 text.by_dp = {}
@@ -676,10 +676,11 @@ class LflowCompiler:
             text.shared = st
         return st, True
 
-    def _finish_expr(self, st: _MatchState, e: Expr) -> None:
+    def _finish_expr(self, st: _MatchState, e: Expr, match_text: str) -> None:
         """Conditions, normalisation and, if no port name is compared,
         the matches (datapath-independent).  Consumes 'e'."""
-        if has_condition(e):
+        # Conditions only come from is_chassis_resident() in the text.
+        if "is_chassis_resident" in match_text and has_condition(e):
             st.expr = clone(e)
             cond_ports: set[str] = set()
             resident = self.ctx.is_chassis_resident
