@@ -86,6 +86,22 @@ class LflowCacheConfig:
     trim_timeout_ms: int = DEFAULT_TRIM_TIMEOUT_MS
 
     @classmethod
+    def from_values(cls, enabled: bool | None = True, limit: int | None = None,
+                    memlimit_kb: int | None = None, trim_limit: int | None = None,
+                    trim_wmark_perc: int | None = None,
+                    trim_timeout_ms: int | None = None) -> "LflowCacheConfig":
+        """From parsed knob values; None means "not set" (the default)."""
+        return cls(
+            enabled=True if enabled is None else enabled,
+            capacity=UINT32_MAX if limit is None else limit,
+            max_mem_kb=UINT64_MAX // 1024 if memlimit_kb is None else memlimit_kb,
+            trim_limit=DEFAULT_TRIM_LIMIT if trim_limit is None else trim_limit,
+            trim_wmark_perc=DEFAULT_TRIM_WMARK_PERC if trim_wmark_perc is None
+            else trim_wmark_perc,
+            trim_timeout_ms=DEFAULT_TRIM_TIMEOUT_MS if trim_timeout_ms is None
+            else trim_timeout_ms)
+
+    @classmethod
     def from_external_ids(cls, ext: dict[str, str]) -> "LflowCacheConfig":
         """Reads the knobs from Open_vSwitch external_ids (as ovn-controller does)."""
         def num(key: str, default: int) -> int:

@@ -157,3 +157,10 @@ def test_config_from_external_ids() -> None:
     assert (cfg.enabled, cfg.capacity, cfg.max_mem_kb) == (False, 10, 20)
     dflt = LflowCacheConfig.from_external_ids({})
     assert dflt.enabled and dflt.capacity == UINT32_MAX
+
+
+def test_config_from_values() -> None:
+    cfg = LflowCacheConfig.from_values(True, None, 512, None, None, None)
+    assert (cfg.capacity, cfg.max_mem_kb, cfg.trim_limit, cfg.trim_wmark_perc) == (
+        UINT32_MAX, 512, 10000, 50)
+    assert not LflowCacheConfig.from_values(False).enabled
