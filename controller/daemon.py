@@ -38,16 +38,19 @@ from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, ch
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
+from controller.features import Features, from_capabilities, probe_meter_support
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentNodes, AgentState
 from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, RateLimiter, chassis_name as resolve_chassis_name
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
-from controller.patch import Patches
+from controller.patch import Patches, StartupDelay
 from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
 from controller.unixctl import create_server
 from ofctrl.desired import DesiredFlowTable
+from ofctrl.groups import GroupTable
+from ofctrl.meters import MeterTable, sb_meter_configs
 from ofctrl.seqno import SeqnoTracker
 from ofctrl.session import OfctrlSession
 
@@ -80,6 +83,8 @@ class Daemon:
         self.st = AgentState(self.if_mgr)
         self.nodes = AgentNodes(self.st)
         providers = dict(flow_providers or {})
+        self.groups = GroupTable()
+        self.meters = MeterTable()
         if physical_flows and "lflow_output" not in providers \
                 and not os.environ.get("OVNPY_NO_LFLOW"):
             try:
@@ -89,7 +94,7 @@ class Daemon:
             else:
                 providers["lflow_output"] = LflowOutput(
                     self.st, self._sb_table, lambda: self.engine.run_count,
-                    lambda: self._ovs_external_ids())
+                    lambda: self._ovs_external_ids(), self.groups, self.meters)
         if physical_flows and "pflow_output" not in providers:
             try:
                 from controller.pflow_output import PflowOutput
@@ -111,6 +116,7 @@ class Daemon:
         self.flow_providers = providers
         self.encaps = Encaps()
         self.patches = Patches()
+        self.startup = StartupDelay(int(time.time() * 1000))
         self.session: OfctrlSession | None = None
         self.session_target: str | None = None
         self.empty_lflows = DesiredFlowTable()
@@ -131,7 +137,8 @@ class Daemon:
         self._wake = False
         self._sb_loaded = False
         self._version_mismatch = False
-        self.features: tuple[bool, bool, bool] | None = None
+        self.features: Features | None = None
+        self._meter_support: bool | None = None
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -155,6 +162,9 @@ class Daemon:
     def set_delay_nb_cfg_report(self, seconds: int) -> None:
         self.nb_cfg.delay_report_s = seconds
 
+    def ignore_startup_delay(self) -> None:
+        self.startup.ignore = True
+
     def wake(self) -> None:
         self._wake = True
 
@@ -171,6 +181,13 @@ class Daemon:
         return " ".join(parts) + "\n"
 
     # ------------------------------------------------------------ helpers
+    def _sb_meters(self) -> dict[str, Any]:
+        rows = []
+        for m in self._sb_table("Meter").values():
+            rows.append((m.name, m.unit, [(b.action, int(b.rate), int(b.burst_size))
+                                          for b in m.bands]))
+        return sb_meter_configs(rows)
+
     def _ovs_external_ids(self) -> Any:
         row = self.ovs.first("Open_vSwitch")
         return row.external_ids if row is not None else {}
@@ -196,6 +213,12 @@ class Daemon:
             else:
                 pf, pchg = table, n.state is State.UPDATED
         return lf, pf, lchg, pchg
+
+    def _outputs_valid(self) -> bool:
+        """Like engine_get_data(): flow tables are handed to ofctrl only when
+        their nodes were computed (not stale or aborted) in this iteration."""
+        names = [n for n in FLOW_OUTPUT_NODES if n in self.flow_providers] or ["runtime_data"]
+        return all(self.engine.node(n).is_valid() for n in names)
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()
@@ -232,7 +255,8 @@ class Daemon:
             if self.session is not None:
                 self.session.close()
             probe_s = knobs["ovn-openflow-probe-interval"] or 0
-            self.session = OfctrlSession(target, ct_zones=self.st.ct,
+            self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
+                                         meters=self.meters,
                                          probe_interval_ms=probe_s * 1000,
                                          wait_before_clear_ms=knobs[
                                              "ovn-ofctrl-wait-before-clear"] or 0)
@@ -241,6 +265,10 @@ class Daemon:
         if self.session.run():
             self.engine.set_force_recompute(
                 "OVS OpenFlow connection reconnected,force recompute.")
+            self._meter_support = None
+        if self._meter_support is None and self.session.is_connected():
+            probed = probe_meter_support(target)
+            self._meter_support = bool(probed) if probed is not None else None
         connected = self.session.is_connected()
         if was_connected and not connected:
             self.seqno.flush()
@@ -265,16 +293,16 @@ class Daemon:
 
     def _features_run(self, caps: dict[str, str]) -> None:
         """OVS datapath features that change flow encodings (lib/features.c)."""
-        feats = (caps.get("ct_zero_snat") == "true",
-                 caps.get("max_hash_alg") == "1",
-                 caps.get("ct_flush") == "true")
+        feats = from_capabilities(caps, bool(self._meter_support))
         if feats != self.features:
             if self.features is not None:
                 self.engine.set_force_recompute("OVS feature set changed, force recompute.")
             self.features = feats
             lf = self.flow_providers.get("lflow_output")
             if lf is not None and hasattr(lf, "set_features"):
-                lf.set_features(ct_zero_snat=feats[0], dp_hash_l4_sym=feats[1])
+                lf.set_features(ct_zero_snat=feats.ct_zero_snat,
+                                dp_hash_l4_sym=feats.dp_hash_l4_sym,
+                                controller_meter=feats.meter_support)
 
     def _northd_version_ok(self, knobs: Knobs, sb: dbmod.IdlLoop) -> bool:
         """``ovn-match-northd-version``: stop processing while versions differ."""
@@ -397,6 +425,8 @@ class Daemon:
             self._wake = True
         else:
             self.engine.clear_force()
+            if self.engine.root.state is State.UPDATED:
+                self.startup.engine_updated()
         if self.ovs.txn is not None and self.br_int is not None:
             csw = self.stopwatches["ct-zone-commit"]
             csw.start()
@@ -405,9 +435,10 @@ class Daemon:
             csw.stop()
         psw = self.stopwatches["patch-run"]
         psw.start()
-        self.patches.run(self.ovs.txn, self.ovs.idl.tables, self.br_int,
-                         knobs["ovn-bridge-mappings"], self.chassis, st.rt.local_datapaths,
-                         st.idx)
+        if self.engine.node("runtime_data").is_valid():
+            self.patches.run(self.ovs.txn, self.ovs.idl.tables, self.br_int,
+                             knobs["ovn-bridge-mappings"], self.chassis, st.rt.local_datapaths,
+                             st.idx, may_delete=not self.startup.active(int(time.time() * 1000)))
         psw.stop()
         rt_node = self.engine.node("runtime_data")
         if rt_node.state is State.UPDATED or self.monitor_key is None:
@@ -423,14 +454,14 @@ class Daemon:
             self.if_mgr.update(view, self.chassis, self.sb is None or self.sb.txn is None,
                                self.ovs.txn is None)
             sw.stop()
-        if sess is not None and self.chassis is not None:
+        if sess is not None and self.chassis is not None and self._outputs_valid():
             lf, pf, lchg, pchg = self._desired_tables()
             # Zone flushes ride on a flow round; pflow_output (which depends on
             # ct_zones) would force one, so do the same while it is absent.
             pchg = pchg or st.ct.has_queued_flushes()
             fsw = self.stopwatches["flow-installation"]
             fsw.start()
-            sess.put(lf, pf, self.seqno.get_req_cfg(), lchg, pchg)
+            sess.put(lf, pf, self.seqno.get_req_cfg(), lchg, pchg, self._sb_meters())
             fsw.stop()
             ssw = self.stopwatches["ofctrl-seqno-run"]
             ssw.start()

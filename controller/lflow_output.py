@@ -48,6 +48,37 @@ _rl_err = RateLimiter(5.0, 5)
 Tables = Callable[[str], Mapping[Any, Any]]
 
 
+class ExtendBridge:
+    """The lflow compiler's group/meter id table interface over ofctrl's
+    ``GroupTable``/``MeterTable``, so that ids the compiler hands out are the
+    ones the OpenFlow session installs (group names are ovs-ofctl group specs,
+    parsed once into ``GroupSpec``)."""
+
+    def __init__(self, table: Any, parse: Callable[[str], Any] | None = None) -> None:
+        self.table = table
+        self.parse = parse
+        self._specs: dict[str, Any] = {}
+
+    def assign_id(self, name: str, lflow_uuid: uuidlib.UUID) -> int:
+        spec = None
+        if self.parse is not None:
+            spec = self._specs.get(name)
+            if spec is None:
+                spec = self._specs[name] = self.parse(name)
+                if len(self._specs) > 100_000:
+                    self._specs.clear()
+        return int(self.table.assign_id(name, lflow_uuid, spec))
+
+    def remove_desired(self, lflow_uuid: uuidlib.UUID) -> None:
+        self.table.remove_desired(lflow_uuid)
+
+    def clear_desired(self) -> None:
+        self.table.clear_desired()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+
 class LflowData:
     __slots__ = ("flow_table",)
 
@@ -179,7 +210,8 @@ class LflowOutput:
     """Provider of the ``lflow_output`` node."""
 
     def __init__(self, st: AgentState, tables: Tables, run_id: Callable[[], int],
-                 ovs_external_ids: Callable[[], Mapping[str, str]]) -> None:
+                 ovs_external_ids: Callable[[], Mapping[str, str]],
+                 groups: Any = None, meters: Any = None) -> None:
         self.st = st
         self.tables = tables
         self.run_id = run_id
@@ -193,11 +225,19 @@ class LflowOutput:
         self.compiler: LflowCompiler | None = None
         self.n_errors = 0
         self.features = OvsFeatures()
+        self.group_bridge: Any = None
+        self.meter_bridge: Any = None
+        if groups is not None:
+            from ofctrl.groups import parse_group_spec
+            self.group_bridge = ExtendBridge(groups, parse_group_spec)
+        if meters is not None:
+            self.meter_bridge = ExtendBridge(meters)
 
-    def set_features(self, ct_zero_snat: bool, dp_hash_l4_sym: bool) -> None:
+    def set_features(self, ct_zero_snat: bool, dp_hash_l4_sym: bool,
+                     controller_meter: bool) -> None:
         """Datapath capabilities that change action encodings (recompute follows)."""
         self.features = OvsFeatures(ct_zero_snat=ct_zero_snat, dp_hash_l4_sym=dp_hash_l4_sym,
-                                    controller_meter=self.features.controller_meter)
+                                    controller_meter=controller_meter)
         self._ctx_run = -1
 
     @property
@@ -211,8 +251,14 @@ class LflowOutput:
     def _compiler(self) -> LflowCompiler:
         rid = self.run_id()
         if self.compiler is None or self._ctx_run != rid:
+            first = self._ctx is None
             self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx)
             self._ctx.features = self.features
+            if first:
+                if self.group_bridge is not None:
+                    self._ctx.group_table = self.group_bridge
+                if self.meter_bridge is not None:
+                    self._ctx.meter_table = self.meter_bridge
             self._ctx_run = rid
             cfg = LflowCacheConfig.from_external_ids(dict(self.ovs_external_ids()))
             self.cache.configure(cfg)

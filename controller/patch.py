@@ -113,17 +113,46 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
     return PatchPlan(create, list(existing.values()))
 
 
+class StartupDelay:
+    """``daemon_started_recently``: true for the first 20 engine updates and
+    10 s (``debug/ignore-startup-delay`` ends it)."""
+
+    SEED = 20
+    DELAY_MS = 10_000
+
+    def __init__(self, now_ms: int) -> None:
+        self.countdown = self.SEED
+        self.started_ms = now_ms
+        self.ignore = False
+
+    def engine_updated(self) -> None:
+        if self.countdown > 0:
+            self.countdown -= 1
+
+    def active(self, now_ms: int) -> bool:
+        if self.ignore:
+            return False
+        if self.countdown:
+            return True
+        return now_ms - self.started_ms <= self.DELAY_MS
+
+
 class Patches:
     def __init__(self) -> None:
         self.missed: set[str] = set()
 
     def run(self, ovs_txn: Any | None, ovs_tables: Mapping[str, Any], br_int: Any | None,
             mappings: Iterable[tuple[str, str]], chassis: Any,
-            local_dps: Mapping[Any, LocalDatapath], idx: SbIndexes) -> bool:
+            local_dps: Mapping[Any, LocalDatapath], idx: SbIndexes,
+            may_delete: bool = True) -> bool:
+        """``may_delete`` is False while the daemon started recently: the SB
+        contents may still be incomplete, so stale-looking ports are kept."""
         if ovs_txn is None or br_int is None:
             return False
         bridges = {b.name: b for b in ovs_tables["Bridge"].rows.values()}
         plan = plan_patch_ports(br_int, bridges, mappings, chassis, local_dps, idx, self.missed)
+        if not may_delete:
+            plan.stale = []
         if not plan.create and not plan.stale:
             return False
         new_ports: dict[str, list[Any]] = {}

@@ -40,6 +40,7 @@ class Agent(Protocol):
     def force_recompute(self) -> None: ...
     def set_delay_nb_cfg_report(self, seconds: int) -> None: ...
     def wake(self) -> None: ...
+    def ignore_startup_delay(self) -> None: ...
 
 
 def version_reply() -> str:
@@ -188,6 +189,7 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "debug/resume": ("", 0, 0, _resume),
     "debug/status": ("", 0, 0, lambda a: "paused" if a.paused else "running"),
     "debug/delay-nb-cfg-report": ("SECONDS", 1, 1, _delay_nb_cfg),
+    "debug/ignore-startup-delay": ("", 0, 0, lambda a: a.ignore_startup_delay() or ""),
     "vlog/set": ("{spec | PATTERN:destination:pattern}", 0, 32, _vlog_set),
     "vlog/list": ("", 0, 0, lambda a: vlog.list_levels()),
     "vlog/reopen": ("", 0, 0, _vlog_reopen),

@@ -230,7 +230,9 @@ def test_localnet_patch_ports(sandbox_factory: SandboxFactory) -> None:
     wait_until(lambda: f"actions=output:{ofport}" in box.ofctl("dump-flows", "br-int",
                                                               "--no-stats"),
                what="localnet output flow", box=box)
-    # Removing the mapping removes both patch ports.
+    # Removing the mapping removes both patch ports (once the start-up grace
+    # period, during which stale-looking patch ports are kept, is over).
+    box.appctl("controller", "debug/ignore-startup-delay")
     box.vsctl("remove", "Open_vSwitch", ".", "external_ids", "ovn-bridge-mappings")
     wait_until(lambda: "patch-br-int-to-ln" not in ports("br-int"), what="patch removed",
                box=box)
