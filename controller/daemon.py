@@ -162,6 +162,27 @@ class Daemon:
     def set_delay_nb_cfg_report(self, seconds: int) -> None:
         self.nb_cfg.delay_report_s = seconds
 
+    def lflow_cache_stats(self) -> str:
+        lf = self.flow_providers.get("lflow_output")
+        cache = getattr(lf, "cache", None)
+        return str(cache.stats_text()) if cache is not None else "Enabled: false\n"
+
+    def lflow_cache_flush(self) -> None:
+        log.info("User triggered lflow cache flush.")
+        cache = getattr(self.flow_providers.get("lflow_output"), "cache", None)
+        if cache is not None:
+            cache.flush()
+        self.force_recompute()
+
+    def conj_ids_dump(self) -> str:
+        lf = self.flow_providers.get("lflow_output")
+        return str(lf.conj_ids_dump()) if lf is not None else ""
+
+    def extend_table_list(self, which: str) -> str:
+        table = self.groups if which == "group" else self.meters
+        items = sorted((e.name, e.table_id) for e in table.existing.values())
+        return "".join(f"{name}: {tid}\n" for name, tid in items)
+
     def ignore_startup_delay(self) -> None:
         self.startup.ignore = True
 

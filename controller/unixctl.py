@@ -41,6 +41,10 @@ class Agent(Protocol):
     def set_delay_nb_cfg_report(self, seconds: int) -> None: ...
     def wake(self) -> None: ...
     def ignore_startup_delay(self) -> None: ...
+    def lflow_cache_stats(self) -> str: ...
+    def lflow_cache_flush(self) -> None: ...
+    def conj_ids_dump(self) -> str: ...
+    def extend_table_list(self, which: str) -> str: ...
 
 
 def version_reply() -> str:
@@ -139,6 +143,11 @@ def _delay_nb_cfg(agent: Agent, secs: str) -> str:
     return f"delay nb_cfg report for {n} seconds." if n else "no delay for nb_cfg report."
 
 
+def _lflow_cache_flush(agent: Agent) -> str:
+    agent.lflow_cache_flush()
+    return ""
+
+
 def _vlog_set(agent: Agent, *specs: str) -> str:
     for spec in specs or ("",):
         try:
@@ -190,6 +199,12 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "debug/status": ("", 0, 0, lambda a: "paused" if a.paused else "running"),
     "debug/delay-nb-cfg-report": ("SECONDS", 1, 1, _delay_nb_cfg),
     "debug/ignore-startup-delay": ("", 0, 0, lambda a: a.ignore_startup_delay() or ""),
+    "lflow-cache/show-stats": ("", 0, 0, lambda a: a.lflow_cache_stats()),
+    "lflow-cache/flush": ("", 0, 0, _lflow_cache_flush),
+    "flush-lflow-cache": ("[deprecated]", 0, 0, _lflow_cache_flush),
+    "debug/dump-lflow-conj-ids": ("", 0, 0, lambda a: a.conj_ids_dump()),
+    "group-table-list": ("", 0, 0, lambda a: a.extend_table_list("group")),
+    "meter-table-list": ("", 0, 0, lambda a: a.extend_table_list("meter")),
     "vlog/set": ("{spec | PATTERN:destination:pattern}", 0, 32, _vlog_set),
     "vlog/list": ("", 0, 0, lambda a: vlog.list_levels()),
     "vlog/reopen": ("", 0, 0, _vlog_reopen),
