@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from controller.binding import (BindingCtx, Binder, RuntimeData, binding_run,
-                                handle_ovs_interface_changes, handle_port_binding_changes,
-                                retry_postponed)
+from controller.binding import BindingCtx, Binder, RuntimeData, binding_run
+from controller.binding_incremental import (handle_ovs_interface_changes,
+                                            handle_port_binding_changes, retry_postponed)
 from controller.coverage import COVERAGE
 from controller.ct_zones import CtZones, requested_snat_zone, snat_key
 from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled, Node

@@ -1,8 +1,8 @@
 import structlog
 
-from controller.binding import (BindingCtx, RuntimeData, binding_run, can_bind_here,
-                                CanBind, handle_ovs_interface_changes,
-                                handle_port_binding_changes, retry_postponed)
+from controller.binding import BindingCtx, CanBind, RuntimeData, binding_run, can_bind_here
+from controller.binding_incremental import (handle_ovs_interface_changes,
+                                            handle_port_binding_changes, retry_postponed)
 from controller.if_status import IfState, IfStatusMgr
 from controller.indexes import SbIndexes
 from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker

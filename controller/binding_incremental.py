@@ -1,0 +1,167 @@
+"""Incremental binding: re-consider only the lports touched by tracked changes.
+
+Design note
+-----------
+The full recompute lives in ``controller.binding`` (:func:`binding_run`).
+Here, :func:`handle_ovs_interface_changes` diffs tracked OVS Interfaces
+against the iface-id shadow kept in the runtime data (the IDL only gives raw
+old datums) and :func:`handle_port_binding_changes` re-considers tracked SB
+Port_Bindings.  Both return False when the change needs a full recompute
+(lport type change, patch/l3gateway/chassisredirect/localnet topology change
+on a local datapath, non-VIF lport behind an interface), which the engine
+then performs.  :func:`retry_postponed` re-tries claims postponed by the
+anti flip-flop rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import structlog
+
+from controller.binding import (OVN_INSTALLED, TUNNEL_TYPES, Binder, BindingCtx, RuntimeData,
+                                _rl_dup, iface_ofport, pb_chassis, _same)
+from controller.local_data import LportType, TrackedType, lport_type
+
+log = structlog.get_logger("binding")
+
+
+def _reconsider(b: Binder, names: Iterable[str]) -> bool:
+    idx = b.ctx.idx
+    for name in names:
+        pb = idx.pb_by_name.get(name)
+        if pb is None:
+            continue
+        if not b.consider(pb):
+            return False
+        lb = b.rt.bindings.get(name)
+        if lb is not None:
+            for child in list(lb.children):
+                cpb = idx.pb_by_name.get(child)
+                if cpb is not None and not b.consider(cpb):
+                    return False
+    return True
+
+
+def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
+                                 iface_changes: Any) -> bool:
+    """Incremental processing of tracked OVS Interface changes."""
+    if ctx.chassis is None or ctx.br_int is None:
+        return False
+    br = ctx.br_int
+    on_br_int = {i.uuid for p in br.ports for i in p.interfaces}
+    b = Binder(ctx, rt, track=True)
+    rt.tracked = True
+    affected: list[str] = []
+    for tr in iface_changes.all():
+        iface = tr.row
+        if iface.type in TUNNEL_TYPES:
+            continue   # tunnels/patches belong to non_vif_data
+        u = iface.uuid
+        old_id = rt.iface_shadow.get(u)
+        deleted = iface_changes.is_deleted(u) or u not in on_br_int
+        new_id = None
+        if not deleted and iface.name != br.name:
+            nid = iface.external_ids.get("iface-id")
+            if nid and iface_ofport(iface) > 0:
+                new_id = nid
+        if old_id is not None and old_id != new_id:
+            rt.iface_shadow.pop(u, None)
+            lb = rt.bindings.get(old_id)
+            if lb is not None and lb.iface is not None and lb.iface.uuid == u:
+                if lb.children:
+                    lb.iface = None
+                else:
+                    del rt.bindings[old_id]
+                if old_id not in rt.bound_here:
+                    b._local_lport_remove(old_id)
+                affected.append(old_id)
+        if new_id is not None:
+            lb = rt.bindings.get(new_id)
+            if lb is not None and lb.iface is not None and lb.iface.uuid != u:
+                if _rl_dup.allow():
+                    log.warning(f"Interface {iface.name} has the same iface-id {new_id} "
+                                f"as {lb.iface.name}; ignoring it")
+                continue
+            b._binding_from_iface(iface, br.name)
+            affected.append(new_id)
+        elif old_id is None and not deleted and iface.external_ids.get(OVN_INSTALLED) \
+                and not iface.external_ids.get("iface-id") and not ctx.ovs_readonly:
+            iface.delkey("external_ids", OVN_INSTALLED)
+    for name in dict.fromkeys(affected):
+        pb = ctx.idx.pb_by_name.get(name)
+        if pb is None:
+            continue
+        if lport_type(pb) not in (LportType.VIF, LportType.LOCALPORT):
+            return False
+        lb = rt.bindings.get(name)
+        if lb is None or lb.iface is None:
+            if name in rt.bound_here or _same(pb_chassis(pb), ctx.chassis) \
+                    or ctx.if_mgr.state_of(name) is not None:
+                if lb is not None:
+                    lb.pb = None
+                if not b._release(pb):
+                    return False
+                if lb is not None:
+                    for child in list(lb.children):
+                        cpb = ctx.idx.pb_by_name.get(child)
+                        if cpb is not None and _same(pb_chassis(cpb), ctx.chassis):
+                            if not b._release(cpb):
+                                return False
+            continue
+        if not _reconsider(b, [name]):
+            return False
+    return True
+
+
+def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: Any) -> bool:
+    """Incremental processing of tracked SB Port_Binding changes."""
+    if ctx.chassis is None:
+        return False
+    b = Binder(ctx, rt, track=True)
+    rt.tracked = True
+    for tr in pb_changes.deleted.values():
+        pb = tr.row
+        dp = pb.datapath
+        if pb.type in ("patch", "l3gateway", "chassisredirect", "localnet") and \
+                dp is not None and dp.uuid in rt.local_datapaths:
+            return False
+        name = pb.logical_port
+        if name in rt.local_lports or name in rt.bound_here:
+            rt.bound_here.discard(name)
+            b._local_lport_remove(name)
+            b._track(pb, TrackedType.REMOVED)
+            ctx.if_mgr.delete_iface(name)
+        b._related_remove(pb)
+        lb = rt.bindings.get(name)
+        if lb is not None and lb.pb is not None and lb.pb.uuid == pb.uuid:
+            lb.pb = None
+        for other in rt.bindings.values():
+            other.children.pop(name, None)
+    for tr in pb_changes.new_or_updated():
+        pb = tr.row
+        if "type" in tr.old:
+            return False
+        dp = pb.datapath
+        if dp is None:
+            continue
+        local_dp = dp.uuid in rt.local_datapaths
+        if pb.type in ("patch", "l3gateway", "chassisredirect", "localnet", "external") \
+                and local_dp:
+            return False
+        if not b.consider(pb):
+            return False
+        if pb.type == "" and rt.bindings.get(pb.logical_port) is not None:
+            if not _reconsider(b, [pb.logical_port]):
+                return False
+    return True
+
+
+def retry_postponed(ctx: BindingCtx, rt: RuntimeData) -> bool:
+    """Re-consider lports whose claim was postponed (anti flip-flop)."""
+    if not rt.postponed:
+        return True
+    names = list(rt.postponed)
+    rt.postponed.clear()
+    rt.tracked = True
+    return _reconsider(Binder(ctx, rt, track=True), names)
