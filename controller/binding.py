@@ -431,8 +431,7 @@ class Binder:
                     up = opt_first(pb.up)
                     if (up is False) or iface is None or \
                             iface.external_ids.get(OVN_INSTALLED) != "true":
-                        if self.ctx.if_mgr.state_of(name) is None:
-                            self.ctx.if_mgr.claim_iface(self, pb, me, ro)
+                        self.ctx.if_mgr.claim_iface(self, pb, me, ro)
             self.rt.bound_here.add(name)
         elif cb is CanBind.ADDITIONAL:
             if not is_additional_chassis(pb, me):

@@ -259,6 +259,8 @@ class Daemon:
             self.sb = dbmod.open_sb(remote, probe)
             self.sb_remote = remote
             self._sb_loaded = False
+            self.monitor_key = None
+            self.expected_cond_seqno = 0
             # Table nodes of the engine read the new tracker.
             for n in self.engine.nodes:
                 if n.name.startswith("SB_") and hasattr(n, "tracker"):

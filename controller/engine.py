@@ -155,7 +155,7 @@ class Engine:
         raise KeyError(name)
 
     def set_force_recompute(self, reason: str = "") -> None:
-        if not self.force_recompute and reason:
+        if reason:
             log.info(f"{reason}")
         self.force_recompute = True
         self.force_reason = reason

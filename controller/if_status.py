@@ -94,9 +94,12 @@ class IfStatusMgr:
         else:
             i.pb_uuid = pb.uuid
             i.additional = additional
+            # Installation already in progress: keep going; a finished or
+            # released interface starts over (e.g. the OVS interface was re-created).
+            if i.state in (IfState.INSTALLED, IfState.MARK_DOWN, IfState.UPDATE_PORT):
+                i.state = IfState.CLAIMED
         if not sb_readonly:
             view.set_pb_chassis(iface_id, chassis, True, additional)
-        i.state = IfState.CLAIMED
 
     def release_iface(self, iface_id: str) -> None:
         i = self.ifaces.get(iface_id)

@@ -1,0 +1,72 @@
+"""Fault scenarios (ecosystem.md B2): br-int deleted, vswitchd restart, SB down."""
+
+from __future__ import annotations
+
+import pytest
+
+from integration.conftest import SandboxFactory
+from integration.sandbox import Sandbox
+from integration.test_agent_basic import iface_ext, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def flows(box: Sandbox) -> list[str]:
+    out = box.ofctl("dump-flows", "br-int", "--no-stats")
+    return sorted(ln.strip() for ln in out.splitlines() if ln.strip() and "NXST" not in ln)
+
+
+def small(box: Sandbox) -> None:
+    box.nbctl("ls-add", "sw0")
+    box.nbctl("lsp-add", "sw0", "p1")
+    box.nbctl("lsp-set-addresses", "p1", "00:00:00:00:00:01 10.0.0.1")
+    box.bind_vif("vif1", "p1")
+
+
+def test_br_int_recreated_and_flows_reinstalled(sandbox_factory: SandboxFactory) -> None:
+    box = sandbox_factory(northd=True)
+    small(box)
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=60)
+    before = flows(box)
+    box.vsctl("del-br", "br-int")
+    wait_until(lambda: "br-int" in box.vsctl("list-br").split(), what="br-int", box=box)
+    assert box.vsctl("get", "Bridge", "br-int", "fail_mode").strip() == "secure"
+    oc = box.vsctl("get", "Bridge", "br-int", "other_config")
+    assert 'disable-in-band="true"' in oc and "hwaddr=" in oc
+    # The VIF went away with the bridge; put it back and everything converges.
+    box.bind_vif("vif1", "p1")
+    wait_until(lambda: iface_ext(box, "vif1").get("ovn-installed") == "true",
+               what="ovn-installed again", box=box)
+    box.wait_hv_sync(timeout=60)
+    wait_until(lambda: len(flows(box)) == len(before), what="same flow count", box=box)
+
+
+def test_vswitchd_restart_reinstalls_flows(sandbox_factory: SandboxFactory) -> None:
+    box = sandbox_factory(northd=True)
+    small(box)
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=60)
+    before = flows(box)
+    box.restart_vswitchd()
+    wait_until(lambda: flows(box) == before, timeout=60, what="flows back", box=box)
+    log = (box.run / "ovn-controller-py.log").read_text()
+    assert "OVS OpenFlow connection reconnected,force recompute." in log
+    assert box.controller_alive()
+
+
+def test_sb_unreachable_keeps_flows_and_reconnects(sandbox_factory: SandboxFactory) -> None:
+    box = sandbox_factory(northd=True)
+    small(box)
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=60)
+    before = flows(box)
+    box.vsctl("set", "Open_vSwitch", ".", f"external_ids:ovn-remote=unix:{box.run}/nowhere.sock")
+    wait_until(lambda: box.appctl("controller", "connection-status").strip() == "not connected",
+               what="not connected", box=box)
+    assert flows(box) == before          # no flush while the SB is away
+    box.vsctl("set", "Open_vSwitch", ".", f"external_ids:ovn-remote={box.sb_sock}")
+    wait_until(lambda: box.appctl("controller", "connection-status").strip() == "connected",
+               timeout=60, what="reconnected", box=box)
+    box.wait_hv_sync(timeout=60)
+    assert flows(box) == before
