@@ -102,7 +102,8 @@ class Daemon:
                 log.error(f"physical flows disabled: {e}")
             else:
                 providers["pflow_output"] = PflowOutput(self.st, self._sb_table,
-                                                        lambda: self.st.geneve_field)
+                                                        lambda: self.st.geneve_field,
+                                                        lambda: self.engine.run_count)
         self.engine = build_engine(GraphParts(
             impl=self.nodes, ovs_tracker=self.ovs.tracker,
             sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
@@ -493,8 +494,9 @@ class Daemon:
             self.loop_stats.gauges["flows_desired"] = len(lf) + len(pf)
             inst = len(sess.installed_lflows) + len(sess.installed_pflows)
             self.loop_stats.gauges["flows_installed"] = inst
-            self.loop_stats.gauges["flows_in_flight"] = len(sess._inflight)
-            if sess.can_put() and not sess._inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
+            inflight = len(getattr(sess, "_inflight", ()))
+            self.loop_stats.gauges["flows_in_flight"] = inflight
+            if sess.can_put() and not inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
                     and self.engine.run_count > 0 and not self.engine.force_recompute:
                 self.loop_stats.first_install_done()
         if view is not None:

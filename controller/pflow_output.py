@@ -147,12 +147,15 @@ class PflowOutput:
     """
 
     def __init__(self, st: AgentState, tables: Callable[[str], Mapping[Any, Any]],
-                 geneve_field: Callable[[], str | None]) -> None:
+                 geneve_field: Callable[[], str | None],
+                 run_id: Callable[[], int] | None = None) -> None:
         self.st = st
         self.tables = tables
         self.geneve_field = geneve_field
+        self.run_id = run_id
         self.data = PflowData()
         self.n_incremental = 0
+        self._ctx_cache: tuple[int, physical.PhysicalContext] | None = None
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
@@ -171,12 +174,20 @@ class PflowOutput:
         }
 
     def _ctx(self) -> physical.PhysicalContext:
+        """The physical context, built once per engine run (all inputs of this
+        node are computed before it in the run)."""
+        rid = self.run_id() if self.run_id is not None else None
+        if rid is not None and self._ctx_cache is not None and self._ctx_cache[0] == rid:
+            return self._ctx_cache[1]
         sbg = None
         for row in self.tables("SB_Global").values():
             sbg = row
-        return physical_context(self.st, self.tables("Chassis").values(), sbg,
-                                self.tables("Chassis_Template_Var").values(),
-                                self.geneve_field())
+        ctx = physical_context(self.st, self.tables("Chassis").values(), sbg,
+                               self.tables("Chassis_Template_Var").values(),
+                               self.geneve_field())
+        if rid is not None:
+            self._ctx_cache = (rid, ctx)
+        return ctx
 
     def run(self, node: Node) -> bool:
         st = self.st
