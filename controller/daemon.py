@@ -373,6 +373,10 @@ class Daemon:
                 self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
+            for prov in self.flow_providers.values():
+                hook = getattr(prov, "sb_changed", None)
+                if hook is not None:
+                    hook(sb.tracker)
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})

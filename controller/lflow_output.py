@@ -79,6 +79,104 @@ class ExtendBridge:
         return getattr(self.table, name)
 
 
+class _View:
+    """Plain-attribute copy of an IDL row (IDL attribute access converts the
+    datum on every read, which dominated full recomputes)."""
+
+    __slots__ = ("uuid", "tunnel_key", "external_ids", "datapaths", "logical_datapath",
+                 "logical_dp_group", "pipeline", "tags", "match", "actions", "table_id",
+                 "controller_meter", "priority")
+    uuid: uuidlib.UUID
+    tunnel_key: int
+    external_ids: dict[str, str]
+    datapaths: list["_View"]
+    logical_datapath: list["_View"]
+    logical_dp_group: list["_View"]
+    pipeline: str
+    tags: dict[str, str]
+    match: str
+    actions: str
+    table_id: int
+    controller_meter: list[str]
+    priority: int
+
+
+class RowViews:
+    """Views of Datapath_Binding, Logical_DP_Group and Logical_Flow rows for the
+    compiler, refreshed from tracked changes.  Datapath and group views are
+    updated in place so the views referring to them never go stale."""
+
+    def __init__(self) -> None:
+        self.dps: dict[uuidlib.UUID, _View] = {}
+        self.groups: dict[uuidlib.UUID, _View] = {}
+        self.lflows: dict[uuidlib.UUID, _View] = {}
+
+    def clear(self) -> None:
+        self.dps.clear()
+        self.groups.clear()
+        self.lflows.clear()
+
+    def _fill_dp(self, v: _View, row: Any) -> None:
+        v.uuid = row.uuid
+        v.tunnel_key = row.tunnel_key
+        v.external_ids = dict(row.external_ids)
+
+    def dp(self, row: Any) -> _View:
+        v = self.dps.get(row.uuid)
+        if v is None:
+            v = self.dps[row.uuid] = _View()
+            self._fill_dp(v, row)
+        return v
+
+    def group(self, row: Any) -> _View:
+        v = self.groups.get(row.uuid)
+        if v is None:
+            v = self.groups[row.uuid] = _View()
+            v.uuid = row.uuid
+            v.datapaths = [self.dp(d) for d in row.datapaths if d is not None]
+        return v
+
+    def lflow(self, row: Any) -> _View:
+        v = self.lflows.get(row.uuid)
+        if v is None:
+            v = self.lflows[row.uuid] = _View()
+            v.uuid = row.uuid
+            dp = opt_first(row.logical_datapath)
+            v.logical_datapath = [self.dp(dp)] if dp is not None else []
+            grp = opt_first(row.logical_dp_group)
+            v.logical_dp_group = [self.group(grp)] if grp is not None else []
+            v.pipeline = row.pipeline
+            v.tags = dict(row.tags)
+            v.match = row.match
+            v.actions = row.actions
+            v.table_id = row.table_id
+            v.controller_meter = list(row.controller_meter)
+            v.priority = row.priority
+        return v
+
+    def apply(self, tracker: Any) -> None:
+        """Forget/refresh the views of rows changed in this iteration."""
+        if tracker.reset:
+            self.clear()
+            return
+        for tr in tracker["Datapath_Binding"].all():
+            v = self.dps.get(tr.row.uuid)
+            if v is not None and tr.row.uuid not in tracker["Datapath_Binding"].deleted:
+                self._fill_dp(v, tr.row)
+        for tr in tracker["Logical_DP_Group"].all():
+            g = self.groups.get(tr.row.uuid)
+            if g is not None and tr.row.uuid not in tracker["Logical_DP_Group"].deleted:
+                g.datapaths = [self.dp(d) for d in tr.row.datapaths if d is not None]
+            elif g is not None:
+                del self.groups[tr.row.uuid]
+        for u in tracker["Logical_Flow"].created:
+            self.lflows.pop(u, None)
+        for u in tracker["Logical_Flow"].updated:
+            self.lflows.pop(u, None)
+        for u in tracker["Logical_Flow"].deleted:
+            self.lflows.pop(u, None)
+
+
 class LflowData:
     __slots__ = ("flow_table",)
 
@@ -130,11 +228,19 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
     idx = st.idx
     pb_by_name = idx.pb_by_name.by_key
 
+    pb_keys: dict[str, tuple[int, int] | None] = {}
+
     def port_binding(name: str) -> tuple[int, int] | None:
+        if name in pb_keys:
+            return pb_keys[name]
         pb = pb_by_name.get(name)
-        if pb is None or pb.datapath is None:
-            return None
-        return int(pb.datapath.tunnel_key), int(pb.tunnel_key)
+        res: tuple[int, int] | None = None
+        if pb is not None:
+            dp = pb.datapath
+            if dp is not None:
+                res = (int(dp.tunnel_key), int(pb.tunnel_key))
+        pb_keys[name] = res
+        return res
 
     mg_keys = {(dp_uuid, name): row for (dp_uuid, name), row in idx.mg_by_name.by_key.items()}
     dp_uuid_by_key = {ld.key: ld.uuid for ld in rt.local_datapaths.values()}
@@ -224,6 +330,7 @@ class LflowOutput:
         self._ctx_run = -1
         self.compiler: LflowCompiler | None = None
         self.n_errors = 0
+        self.views = RowViews()
         self.features = OvsFeatures()
         self.group_bridge: Any = None
         self.meter_bridge: Any = None
@@ -278,9 +385,13 @@ class LflowOutput:
             ctx.group_table.remove_desired(u)
             ctx.meter_table.remove_desired(u)
 
+    def sb_changed(self, tracker: Any) -> None:
+        """Called by the daemon after every SB IDL run."""
+        self.views.apply(tracker)
+
     def _process(self, comp: LflowCompiler, row: Any) -> None:
         table = self.data.flow_table
-        for res in comp.compile_lflow_local(row):
+        for res in comp.compile_lflow_local(self.views.lflow(row)):
             if isinstance(res, LflowError):
                 self.n_errors += 1
                 if _rl_err.allow():
