@@ -216,3 +216,38 @@ def test_sb_readonly_defers_claim():
     assert p1.chassis == [] and w.mgr.state_of("p1") is IfState.CLAIMED
     w.mgr.update(_view(w), w.me, False, False)   # SB writable again
     assert p1.chassis == [w.me]
+
+
+def test_additional_chassis_claim_and_virtual_port():
+    w = World()
+    p1 = w.add_pb("p1", w.ls, 1, options={"requested-chassis": "hv2,hv1"},
+                  chassis=[w.other])
+    w.add_vif("vif1", "p1")
+    w.run()
+    assert p1.chassis == [w.other]                 # main stays on hv2
+    assert p1.additional_chassis == [w.me]         # we are an additional chassis
+    # Virtual port whose virtual parent is bound here gets claimed here.
+    vm = w.add_pb("vm", w.ls, 3)
+    w.add_vif("vif-vm", "vm")
+    vip = w.add_pb("vip", w.ls, 4, type="virtual", virtual_parent=["vm"])
+    w.run()
+    assert vm.chassis == [w.me] and vip.chassis == [w.me]
+    assert "vip" in w.rt.bindings["vm"].children
+    # Parent gone: the virtual port is released.
+    w.br.ports[:] = [p for p in w.br.ports if p.name != "vif-vm"]
+    w.run()
+    assert vip.chassis == [] and vip.virtual_parent == []
+
+
+def test_external_port_follows_ha_group():
+    w = World()
+    grp = FakeRow(ha_chassis=[FakeRow(chassis=[w.me], priority=10)], ref_chassis=[])
+    ext = w.add_pb("ext", w.ls2, 1, type="external", ha_chassis_group=[grp])
+    ln = w.add_pb("ln2", w.ls2, 2, type="localnet", options={"network_name": "phys"})
+    w.run()
+    assert ext.chassis == [w.me] and ext.up == [True]
+    ld = w.rt.local_datapaths[w.ls2.uuid]
+    assert ld.external_ports == {"ext": ext} and ld.localnet_port is ln
+    grp.ha_chassis = [FakeRow(chassis=[w.other], priority=10)]
+    w.run()
+    assert ext.chassis == [] and w.ls2.uuid not in w.rt.local_datapaths
