@@ -138,6 +138,7 @@ class Daemon:
         self._wake = False
         self._sb_loaded = False
         self._version_mismatch = False
+        self._engine_ran = False
         self.features: Features | None = None
         self._meter_support: bool | None = None
 
@@ -353,6 +354,7 @@ class Daemon:
     def iteration(self, poller: ovs.poller.Poller) -> None:
         ls = self.loop_stats
         ls.begin()
+        self._engine_ran = False
         self.engine.init_run()
         ovs_res = self.ovs.run()
         if ovs_res.reconnected or ovs_res.reset:
@@ -419,6 +421,11 @@ class Daemon:
             self._flows_and_status(knobs)
             ls.stage_done("ofctrl-put")
             self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
+        if not self._engine_ran and (self.ovs.tracker.any_changes() or
+                                     (sb is not None and sb.tracker.any_changes())):
+            # The tracked changes of this iteration are about to be dropped
+            # unprocessed: the next run must be a full recompute.
+            self.engine.set_force_recompute()
         if self.unixctl is not None:
             self.unixctl.run()
         self._commit()
@@ -447,6 +454,7 @@ class Daemon:
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
         ran = self.engine.run(allowed)
+        self._engine_ran = True
         sw.stop()
         if not ran or self.engine.aborted:
             self.engine.set_force_recompute()
@@ -501,7 +509,9 @@ class Daemon:
             inflight = len(getattr(sess, "_inflight", ()))
             self.loop_stats.gauges["flows_in_flight"] = inflight
             if sess.can_put() and not inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
-                    and self.engine.run_count > 0 and not self.engine.force_recompute:
+                    and self.engine.run_count > 0 and not self.engine.force_recompute \
+                    and self.monitor_key is not None and self.sb is not None \
+                    and self.sb.cond_seqno == self.expected_cond_seqno:
                 self.loop_stats.first_install_done()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]
@@ -544,7 +554,7 @@ class Daemon:
             self.unixctl.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
-        if self._wake or self.engine.force_recompute:
+        if self._wake:
             poller.immediate_wake()
             self._wake = False
         poller.timer_wait(5000)     # coverage / stats housekeeping
