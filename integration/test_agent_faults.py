@@ -70,3 +70,22 @@ def test_sb_unreachable_keeps_flows_and_reconnects(sandbox_factory: SandboxFacto
                timeout=60, what="reconnected", box=box)
     box.wait_hv_sync(timeout=60)
     assert flows(box) == before
+
+
+def test_missing_encap_config_waits_quietly(sandbox_factory: SandboxFactory) -> None:
+    import json
+    import time
+    box = sandbox_factory(northd=True)
+    box.vsctl("remove", "Open_vSwitch", ".", "external_ids", "ovn-encap-ip")
+    box.start_controller("py")
+    time.sleep(1.5)
+    a = json.loads(box.appctl("controller", "loop-stats", "--json"))["iterations"]
+    time.sleep(2)
+    b = json.loads(box.appctl("controller", "loop-stats", "--json"))["iterations"]
+    assert b - a < 20                       # no busy loop while nothing can be done
+    assert box.sbctl("--bare", "--columns=name", "list", "Chassis").strip() == ""
+    assert "Need to specify an encap type and ip" in (box.run / "ovn-controller-py.log"
+                                                       ).read_text()
+    box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-encap-ip=127.0.0.1")
+    wait_until(lambda: box.sbctl("--bare", "--columns=name", "list", "Chassis").strip()
+               == "hv1", what="registered", box=box)
