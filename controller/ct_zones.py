@@ -145,8 +145,14 @@ class CtZones:
         self.used = {0} | set(self.current.values())
 
     def recompute(self, local_lports: Iterable[str], local_dps: Iterable[Any],
-                  br_int_external_ids: Mapping[str, str] | None) -> None:
-        """Full run of the node: restore, drop stale users, honour requests, allocate."""
+                  br_int_external_ids: Mapping[str, str] | None,
+                  keep_absent: bool = False) -> None:
+        """Full run of the node: restore, drop stale users, honour requests, allocate.
+
+        ``keep_absent`` (start-up grace period: the SB contents may still be
+        arriving) keeps the zones of users not seen yet instead of freeing
+        them, so a restart never renumbers zones of ports that are merely
+        late."""
         self.restore(br_int_external_ids)
         users: set[str] = set(local_lports)
         req_snat: dict[str, int] = {}
@@ -157,8 +163,9 @@ class CtZones:
             z = requested_snat_zone(dp)
             if z >= 0:
                 req_snat[sk] = z
-        for name in [n for n in self.current if n not in users]:
-            self._free(name)
+        if not keep_absent:
+            for name in [n for n in self.current if n not in users]:
+                self._free(name)
         unrequested = {z: n for n, z in self.current.items() if n not in req_snat}
         for name, zone in sorted(req_snat.items()):
             other = unrequested.pop(zone, None)

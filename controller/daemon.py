@@ -262,6 +262,11 @@ class Daemon:
             self.sb_remote = remote
             self._sb_loaded = False
             self.monitor_key = None
+            # Initial conditions go out with the first monitor request (as the C
+            # agent's early update_sb_monitors()), so the first load does not
+            # fetch every logical flow of the cloud.
+            self.sb.set_conditions(dbmod.sb_monitor_conditions(
+                None, None, (), (), bool(knobs["ovn-monitor-all"])))
             self.expected_cond_seqno = 0
             # Table nodes of the engine read the new tracker.
             for n in self.engine.nodes:
@@ -300,6 +305,26 @@ class Daemon:
             self.if_mgr.openflow_disconnected()
         self.st.ofctrl_connected = connected
         self.st.geneve_field = self.session.geneve_field
+
+    def _early_monitors(self, knobs: Knobs, br_int: Any) -> None:
+        """Before the chassis exists, already ask for the Port_Bindings of the
+        VIFs on br-int so the first binding pass sees them."""
+        assert self.sb is not None
+        ids = set()
+        for port in br_int.ports:
+            for iface in port.interfaces:
+                try:
+                    iid = iface.external_ids.get("iface-id")
+                except AttributeError:
+                    continue
+                if iid:
+                    ids.add(iid)
+        key = ("early", frozenset(ids), bool(knobs["ovn-monitor-all"]))
+        if key == self.monitor_key:
+            return
+        self.monitor_key = key
+        self.expected_cond_seqno = self.sb.set_conditions(dbmod.sb_monitor_conditions(
+            None, None, ids, (), bool(knobs["ovn-monitor-all"])))
 
     def _update_monitors(self, knobs: Knobs) -> None:
         assert self.sb is not None
@@ -403,6 +428,8 @@ class Daemon:
             self.done = True
         if sb is not None and sb.has_ever_connected and name and ovs_row is not None \
                 and not self.done and self._northd_version_ok(knobs, sb):
+            if self.chassis is None and br_int is not None:
+                self._early_monitors(knobs, br_int)
             cfg = chassis_config(ovs_row, name, br_int)
             chst = chassis_run(sb.txn if not self.exiting else None, sb.idl.tables,
                                self.st.idx, cfg)
@@ -418,9 +445,11 @@ class Daemon:
             nb = self.nb_cfg.current(sb.first("SB_Global"), sb.cond_seqno,
                                      self.expected_cond_seqno)
             self.nb_cfg.request(nb)
-            self._flows_and_status(knobs)
+            if not self.exiting:
+                self._flows_and_status(knobs)
             ls.stage_done("ofctrl-put")
-            self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
+            if not self.exiting:     # the cleanup may have deleted Chassis_Private
+                self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or
                                      (sb is not None and sb.tracker.any_changes())):
             # The tracked changes of this iteration are about to be dropped
@@ -445,6 +474,11 @@ class Daemon:
         st.ovs_readonly = self.ovs.txn is None
         st.bridge_mappings = dict(knobs["ovn-bridge-mappings"])
         st.now_ms = int(time.monotonic() * 1000)
+        starting = self.startup.active(int(time.time() * 1000))
+        if st.starting_up and not starting:
+            # Grace period over: one recompute drops what stayed stale (zones).
+            self.engine.set_force_recompute()
+        st.starting_up = starting
         if self.br_int is None:
             return
         sw = self.stopwatches["flow-generation"]
@@ -554,6 +588,8 @@ class Daemon:
             self.unixctl.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
+        if self.st.starting_up:
+            poller.timer_wait(1000)     # notice the end of the start-up grace period
         if self._wake:
             poller.immediate_wake()
             self._wake = False

@@ -44,6 +44,7 @@ class AgentState:
         self.bridge_mappings: dict[str, str] = {}
         self.now_ms = 0
         self.geneve_field: str | None = None
+        self.starting_up = False
         # state-leaf memory
         self._last_geneve: str | None = None
         self._last_ofctrl_connected: bool | None = None
@@ -164,7 +165,8 @@ class AgentNodes:
         st = self.st
         ext = st.br_int.external_ids if st.br_int is not None else None
         st.ct.recompute(st.rt.local_lports,
-                        [ld.datapath for ld in st.rt.local_datapaths.values()], ext)
+                        [ld.datapath for ld in st.rt.local_datapaths.values()], ext,
+                        keep_absent=st.starting_up)
         node.data = st.ct
         return True
 

@@ -163,6 +163,9 @@ def test_zones_restored_after_restart_and_exit_semantics(sandbox_factory: Sandbo
     # Restart with a changed zone set: p2 goes away; p1 must keep its zone.
     box.unbind_vif("vif2")
     box.start_controller("py")
+    box.wait_hv_sync(timeout=60)
+    # p2's zone is kept through the start-up grace period, then dropped.
+    box.appctl("controller", "debug/ignore-startup-delay")
     wait_until(lambda: "ct-zone-p2" not in br_ext(box), what="p2 zone removed", box=box)
     after = {k: v for k, v in br_ext(box).items() if k.startswith("ct-zone-")}
     assert after["ct-zone-p1"] == before["ct-zone-p1"]

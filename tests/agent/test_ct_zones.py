@@ -79,3 +79,12 @@ def test_zone_range_knob():
     z = CtZones((10, 11))
     z.recompute(["a", "b", "c"], [], {})
     assert sorted(z.current.values()) == [10, 11] and len(z.current) == 2
+
+
+def test_keep_absent_during_startup_grace():
+    ext = {"ct-zone-p1": "5", "ct-zone-late": "9"}
+    z = CtZones()
+    z.recompute(["p1"], [], ext, keep_absent=True)
+    assert z.current == {"p1": 5, "late": 9} and z.pending == {}
+    z.recompute(["p1"], [], ext)            # grace over: the stale zone goes
+    assert z.current == {"p1": 5} and z.pending["late"].add is False
