@@ -237,6 +237,16 @@ class Daemon:
                 pf, pchg = table, n.state is State.UPDATED
         return lf, pf, lchg, pchg
 
+    def _hold_initial_install(self, sess: OfctrlSession) -> bool:
+        """The first install after a (re)connection replaces every flow in
+        br-int atomically; hold it until the SB monitor conditions we asked for
+        are acknowledged, so a restart never swaps working flows for a partial
+        table (what later OVN does instead of ovn-ofctrl-wait-before-clear)."""
+        if not getattr(sess, "initial_clear", False):
+            return False
+        sb = self.sb
+        return sb is None or self.monitor_key is None or not sb.conditions_settled()
+
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
         their nodes were computed (not stale or aborted) in this iteration."""
@@ -442,8 +452,8 @@ class Daemon:
                                 sb.table("Chassis").values(), sb.first("SB_Global"), ext)
                 self._run_engine(knobs)
                 ls.stage_done("engine")
-            nb = self.nb_cfg.current(sb.first("SB_Global"), sb.cond_seqno,
-                                     self.expected_cond_seqno)
+            settled = sb.conditions_settled()
+            nb = self.nb_cfg.current(sb.first("SB_Global"), 0, 0 if settled else 1)
             self.nb_cfg.request(nb)
             if not self.exiting:
                 self._flows_and_status(knobs)
@@ -524,7 +534,8 @@ class Daemon:
             self.if_mgr.update(view, self.chassis, self.sb is None or self.sb.txn is None,
                                self.ovs.txn is None)
             sw.stop()
-        if sess is not None and self.chassis is not None and self._outputs_valid():
+        if sess is not None and self.chassis is not None and self._outputs_valid() \
+                and not self._hold_initial_install(sess):
             lf, pf, lchg, pchg = self._desired_tables()
             # Zone flushes ride on a flow round; pflow_output (which depends on
             # ct_zones) would force one, so do the same while it is absent.
@@ -545,7 +556,7 @@ class Daemon:
             if sess.can_put() and not inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
                     and self.engine.run_count > 0 and not self.engine.force_recompute \
                     and self.monitor_key is not None and self.sb is not None \
-                    and self.sb.cond_seqno == self.expected_cond_seqno:
+                    and self.sb.conditions_settled():
                 self.loop_stats.first_install_done()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]

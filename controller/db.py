@@ -273,6 +273,15 @@ class IdlLoop:
         self.idl.close()
 
     # -- conditional monitoring ----------------------------------------
+    def conditions_settled(self) -> bool:
+        """True once the server has acknowledged every monitor condition we
+        set (nothing requested in flight, nothing new waiting to be sent)."""
+        idl = self.idl
+        if idl.state != idl.IDL_S_MONITORING or idl.cond_changed:
+            return False
+        return not any(t.condition_state.requested is not None
+                       or t.condition_state.new is not None for t in idl.tables.values())
+
     def set_conditions(self, conditions: Mapping[str, Condition]) -> int:
         """Apply monitor conditions; returns the cond seqno at which they hold.
 

@@ -97,3 +97,25 @@ def test_rich_topology_same_flows_groups_meters_as_c_agent(
         assert not missing and not extra, (
             f"{what}: only C:\n" + "\n".join(missing[:20]) + "\nonly py:\n"
             + "\n".join(extra[:20]))
+
+
+def test_seed_restart_after_c_agent_same_flows_and_zones(
+        sandbox_factory: SandboxFactory) -> None:
+    """seed-50 (recipe §4.1): the C agent installs, we take over (restart mode)
+    and must end with the same flows and keep every ct zone it assigned."""
+    from integration.topologies import build_seed
+    box = sandbox_factory(northd=True)
+    build_seed(box, 50)
+    box.start_controller("c")
+    box.wait_hv_sync(timeout=120)
+    c = normalized(box)
+    c_zones = sorted(box.appctl("controller", "ct-zone-list").splitlines())
+    box.stop_controller()
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=300)
+    py = normalized(box)
+    assert len(c[0]) > 10000
+    missing, extra = sorted(set(c[0]) - set(py[0])), sorted(set(py[0]) - set(c[0]))
+    assert not missing and not extra, (
+        "only C:\n" + "\n".join(missing[:20]) + "\nonly py:\n" + "\n".join(extra[:20]))
+    assert sorted(box.appctl("controller", "ct-zone-list").splitlines()) == c_zones

@@ -89,3 +89,14 @@ def test_missing_encap_config_waits_quietly(sandbox_factory: SandboxFactory) -> 
     box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-encap-ip=127.0.0.1")
     wait_until(lambda: box.sbctl("--bare", "--columns=name", "list", "Chassis").strip()
                == "hv1", what="registered", box=box)
+
+
+def test_monitor_all(sandbox_factory: SandboxFactory) -> None:
+    box = sandbox_factory(northd=True)
+    box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-monitor-all=true")
+    small(box)
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=60)
+    wait_until(lambda: iface_ext(box, "vif1").get("ovn-installed") == "true",
+               what="ovn-installed", box=box)
+    assert len(flows(box)) > 50
