@@ -100,3 +100,39 @@ def test_monitor_all(sandbox_factory: SandboxFactory) -> None:
     wait_until(lambda: iface_ext(box, "vif1").get("ovn-installed") == "true",
                what="ovn-installed", box=box)
     assert len(flows(box)) > 50
+
+
+def test_restart_keeps_dataplane_and_zones(sandbox_factory: SandboxFactory) -> None:
+    """exit --restart, start again: no moment with fewer flows, same zones."""
+    import threading
+    import time
+    from integration.topologies import build_seed
+    box = sandbox_factory(northd=True)
+    build_seed(box, 20)
+    box.start_controller("py")
+    box.wait_hv_sync(timeout=120)
+    before = flows(box)
+    zones = sorted(box.appctl("controller", "ct-zone-list").splitlines())
+    box.appctl("controller", "exit", "--restart")
+    wait_until(lambda: not box.controller_alive(), what="exit", box=box)
+    box.stop_controller()
+    counts: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            counts.append(len(flows(box)))
+            time.sleep(0.05)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        box.start_controller("py")
+        box.wait_hv_sync(timeout=120)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        t.join()
+    assert flows(box) == before
+    assert min(counts) == len(before), f"flow count dipped to {min(counts)}"
+    assert sorted(box.appctl("controller", "ct-zone-list").splitlines()) == zones
