@@ -156,7 +156,7 @@ class BindingCtx:
     def __init__(self, chassis: Any, idx: SbIndexes, pb_rows: Mapping[Any, Any],
                  br_int: Any | None, sb_readonly: bool, ovs_readonly: bool,
                  if_mgr: IfStatusMgr, bridge_mappings: Mapping[str, str],
-                 now_ms: int | None = None) -> None:
+                 now_ms: int | None = None, active_tunnels: Iterable[str] = ()) -> None:
         self.chassis = chassis
         self.idx = idx
         self.pb_rows = pb_rows
@@ -166,6 +166,7 @@ class BindingCtx:
         self.if_mgr = if_mgr
         self.bridge_mappings = dict(bridge_mappings)
         self.now_ms = now_ms if now_ms is not None else int(time.monotonic() * 1000)
+        self.active_tunnels = set(active_tunnels)
 
 
 class Binder:
@@ -645,6 +646,7 @@ class Binder:
 def binding_run(ctx: BindingCtx, rt: RuntimeData) -> None:
     """Full recompute of the runtime data."""
     rt.reset()
+    rt.active_tunnels = set(ctx.active_tunnels)
     if ctx.chassis is None:
         return
     b = Binder(ctx, rt, track=False)

@@ -56,7 +56,11 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
     for tr in iface_changes.all():
         iface = tr.row
         if iface.type in TUNNEL_TYPES:
-            continue   # tunnels/patches belong to non_vif_data
+            # Tunnels/patches belong to non_vif_data, but a BFD state change
+            # may change which HA chassis is active: recompute then.
+            if "bfd_status" in tr.old or "bfd" in tr.old:
+                return False
+            continue
         u = iface.uuid
         old_id = rt.iface_shadow.get(u)
         deleted = iface_changes.is_deleted(u) or u not in on_br_int

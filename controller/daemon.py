@@ -32,6 +32,7 @@ import ovs.poller
 import structlog
 
 from controller import db as dbmod
+from controller.bfd import bfd_run
 from controller.binding import binding_cleanup
 from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, chassis_run,
                                 ensure_br_int)
@@ -513,6 +514,11 @@ class Daemon:
             if st.ct.commit(self.br_int):
                 COVERAGE.inc("ct_zone_commit")
             csw.stop()
+        bsw = self.stopwatches["bfd-run"]
+        bsw.start()
+        bfd_run(self.ovs.txn, self.br_int, self.chassis, self._sb_table("HA_Chassis_Group").values(),
+                sb.first("SB_Global"))
+        bsw.stop()
         psw = self.stopwatches["patch-run"]
         psw.start()
         if self.engine.node("runtime_data").is_valid():

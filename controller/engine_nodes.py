@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from controller.bfd import active_tunnels
 from controller.binding import BindingCtx, Binder, RuntimeData, binding_run
 from controller.binding_incremental import (handle_ovs_interface_changes,
                                             handle_port_binding_changes, retry_postponed)
@@ -51,8 +52,11 @@ class AgentState:
         self._last_sb_readonly = True
 
     def binding_ctx(self) -> BindingCtx:
+        # BFD-derived tunnel liveness only counts while OpenFlow is up (23.03).
+        tunnels = active_tunnels(self.br_int) if self.ofctrl_connected else set()
         return BindingCtx(self.chassis, self.idx, self.pb_rows, self.br_int, self.sb_readonly,
-                          self.ovs_readonly, self.if_mgr, self.bridge_mappings, self.now_ms)
+                          self.ovs_readonly, self.if_mgr, self.bridge_mappings, self.now_ms,
+                          tunnels)
 
     def binding_view(self) -> Binder:
         return Binder(self.binding_ctx(), self.rt, track=False)

@@ -87,11 +87,16 @@ def test_rich_topology_same_flows_groups_meters_as_c_agent(
     box.start_controller("c")
     box.wait_hv_sync(timeout=120)
     c = normalized(box)
+    c_bfd = box.vsctl("get", "Interface", "ovn-hv2-0", "bfd")
     box.stop_controller()
+    box.vsctl("clear", "Interface", "ovn-hv2-0", "bfd")
     box.start_controller("py")
     box.wait_hv_sync(timeout=300)
     py = normalized(box)
     assert len(c[0]) > 1000
+    # BFD towards the other member of the HA chassis group, as the C agent does.
+    assert 'enable="true"' in c_bfd
+    assert box.vsctl("get", "Interface", "ovn-hv2-0", "bfd") == c_bfd
     for what, a, b in zip(("flows", "groups", "meters"), c, py):
         missing, extra = sorted(set(a) - set(b)), sorted(set(b) - set(a))
         assert not missing and not extra, (

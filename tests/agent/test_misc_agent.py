@@ -114,3 +114,20 @@ def test_unixctl_command_functions():
     assert call(a, "coverage/read-counter", "lflow_run") == "0\n"
     assert version_reply().splitlines()[:2] == ["ovn-controller-py 23.03.1",
                                                "Open vSwitch Library 3.1.0"]
+
+
+def test_bfd_chassis_and_config():
+    from controller.bfd import bfd_chassis, bfd_config
+    me, hv2, hv3, ref = (FakeRow(name=n, other_config={}) for n in ("hv1", "hv2", "hv3", "c1"))
+    remote = FakeRow(name="r1", other_config={"is-remote": "true"})
+
+    def grp(members, refs=()):
+        return FakeRow(ha_chassis=[FakeRow(chassis=[m]) for m in members],
+                       ref_chassis=list(refs))
+    assert bfd_chassis(me, [grp([me, hv2], [ref, remote])]) == {"hv1", "hv2", "c1"}
+    assert bfd_chassis(me, [grp([me])]) == set()              # single member: no BFD
+    assert bfd_chassis(me, [grp([hv2, hv3], [me])]) == {"hv2", "hv3"}
+    assert bfd_chassis(me, [grp([hv2, hv3], [ref])]) == set()
+    sbg = FakeRow(options={"bfd-min-rx": "100", "bfd-mult": "3"})
+    assert bfd_config(sbg) == {"enable": "true", "check_tnl_key": "true", "min_rx": "100",
+                               "mult": "3"}
