@@ -186,6 +186,14 @@ class Daemon:
         items = sorted((e.name, e.table_id) for e in table.existing.values())
         return "".join(f"{name}: {tid}\n" for name, tid in items)
 
+    def sb_cluster_state_reset(self) -> None:
+        """Forget the raft index seen so far (the SB cluster was rebuilt)."""
+        if self.sb is not None:
+            self.sb.idl._min_index = 0
+            self.sb.force_reconnect()
+        self.engine.set_force_recompute()
+        self._wake = True
+
     def ignore_startup_delay(self) -> None:
         self.startup.ignore = True
 

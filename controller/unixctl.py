@@ -45,6 +45,7 @@ class Agent(Protocol):
     def lflow_cache_flush(self) -> None: ...
     def conj_ids_dump(self) -> str: ...
     def extend_table_list(self, which: str) -> str: ...
+    def sb_cluster_state_reset(self) -> None: ...
 
 
 def version_reply() -> str:
@@ -210,6 +211,7 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "vlog/reopen": ("", 0, 0, _vlog_reopen),
     "vlog/close": ("", 0, 0, _vlog_close),
     "list-commands": ("", 0, 0, _list_commands),
+    "sb-cluster-state-reset": ("", 0, 0, lambda a: a.sb_cluster_state_reset() or ""),
 }
 
 
