@@ -68,7 +68,8 @@ def results() -> list[tuple[list[str], list[str]]]:
     """Replay every vector in order (once)."""
     global _RESULTS
     if _RESULTS is None:
-        from controller.lflow.actions import EncodeParams, ExtendTable, ParseParams
+        from controller.lflow.actions import (
+            EncodeParams, GroupTable, MeterTable, ParseParams)
         from controller.lflow.actions.dhcp_opts import (
             DHCPV4_TEST_OPTIONS, DHCPV6_TEST_OPTIONS, ND_RA_OPTIONS)
 
@@ -79,7 +80,7 @@ def results() -> list[tuple[list[str], list[str]]]:
         ep = EncodeParams(lookup_port=ports.get, tunnel_ofport=ports.get,
                           is_switch=True, output_ptable=64, lflow_uuid=LFLOW_UUID,
                           dp_key=0xABCDEF, collector_ids=frozenset({0, 200}),
-                          group_table=ExtendTable(), meter_table=ExtendTable())
+                          group_table=GroupTable(), meter_table=MeterTable())
         out = []
         for v in VECTORS:
             try:

@@ -1,24 +1,29 @@
-"""Group/meter id tables (extend_table) and controller payload encoders."""
+"""Group/meter id tables (the ofctrl tables the actions use) and controller
+payload encoders."""
 
 from __future__ import annotations
 
 import struct
 from uuid import UUID
 
+import pytest
+
 from controller.lflow.actions.base import Const, ConstSet
 from controller.lflow.actions.controller_ops import (
     GenOptionValue, dhcpv4_payload, dhcpv6_payload, encode_domains, nd_ra_payload)
 from controller.lflow.actions.dhcp_opts import (
     DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS)
-from controller.lflow.actions.extend_table import ExtendTable
+from ofctrl.groups import GroupTable
+from ofctrl.meters import MeterTable
 from controller.lflow import lexer as lx
 
 A = UUID(int=1)
 B = UUID(int=2)
 
 
-def test_lowest_free_id_and_reuse_by_name() -> None:
-    t = ExtendTable()
+@pytest.mark.parametrize("table_class", [GroupTable, MeterTable])
+def test_lowest_free_id_and_reuse_by_name(table_class: type[GroupTable | MeterTable]) -> None:
+    t = table_class()
     assert t.assign_id("g1", A) == 1
     assert t.assign_id("g2", A) == 2
     assert t.assign_id("g1", B) == 1          # same name, same id
@@ -31,8 +36,9 @@ def test_lowest_free_id_and_reuse_by_name() -> None:
     assert t.assign_id("g5", A) == 1
 
 
-def test_installed_ids_stay_reserved() -> None:
-    t = ExtendTable()
+@pytest.mark.parametrize("table_class", [GroupTable, MeterTable])
+def test_installed_ids_stay_reserved(table_class: type[GroupTable | MeterTable]) -> None:
+    t = table_class()
     assert t.assign_id("g1", A) == 1
     assert [e.name for e in t.uninstalled()] == ["g1"]
     t.sync()
@@ -49,7 +55,7 @@ def test_installed_ids_stay_reserved() -> None:
 
 
 def test_clear_desired() -> None:
-    t = ExtendTable()
+    t = GroupTable()
     for i in range(5):
         t.assign_id(f"g{i}", A)
     t.clear_desired()

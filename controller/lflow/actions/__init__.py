@@ -25,13 +25,22 @@ Public API
     ``fdb_ptable`` 71, ``fdb_lookup_ptable`` 72, ``in_port_sec_ptable`` 73,
     ``out_port_sec_ptable`` 75), ``common_nat_ct_zone`` ("reg11"/"reg12"),
     ``lflow_uuid``, ``dp_key``, ``ctrl_meter_id``, ``collector_ids``,
-    ``group_table``/``meter_table`` (``ExtendTable``: id allocation by name,
-    shared across flows) and ``features`` (``OvsFeatures``: ``ct_zero_snat``,
-    ``dp_hash_l4_sym``, ``controller_meter``).
+    ``group_table``/``meter_table`` and ``features`` (``OvsFeatures``:
+    ``ct_zero_snat``, ``dp_hash_l4_sym``, ``controller_meter``).
 
-Option tables for put_dhcp_opts & co. are in ``dhcp_opts``; group/meter id
-allocation in ``extend_table``.  Action classes live in the family modules
-(``fields_ops``, ``ct``, ``lb``, ``lookups``, ``controller_ops``, ``misc``).
+Group and meter ids
+    ``group_table``/``meter_table`` are the OpenFlow side's id tables,
+    ``ofctrl.groups.GroupTable`` and ``ofctrl.meters.MeterTable`` (both
+    ``ofctrl.groups.ExtendTable``: ids by name, lowest free id from 1,
+    desired vs installed).  Actions call ``assign_id(name, lflow_uuid)``
+    (``EXT_TABLE_ID_INVALID``, 0, when ids run out); the agent passes the same
+    tables it installs from, so names and ids are shared across flows and
+    with ofctrl.  ``GroupTable``, ``MeterTable``, ``ExtendTable`` and
+    ``EXT_TABLE_ID_INVALID`` are re-exported here.
+
+Option tables for put_dhcp_opts & co. are in ``dhcp_opts``.  Action classes
+live in the family modules (``fields_ops``, ``ct``, ``lb``, ``lookups``,
+``controller_ops``, ``misc``).
 """
 
 from __future__ import annotations
@@ -44,13 +53,15 @@ from controller.lflow.actions.base import (
     P_EGRESS, P_INGRESS, ActionError, EncodeParams, OvnAction, OvsFeatures,
     ParseParams, encode_ovnacts, format_ovnacts)
 from controller.lflow.actions.exprglue import format_expr
-from controller.lflow.actions.extend_table import ExtendTable
 from controller.lflow.actions.parser import parse_with_lexer
+from ofctrl.groups import EXT_TABLE_ID_INVALID, ExtendTable, GroupTable
+from ofctrl.meters import MeterTable
 
 __all__ = [
     "parse_actions", "format_ovnacts", "encode_ovnacts", "ParsedActions",
     "ActionError", "ParseParams", "EncodeParams", "OvsFeatures", "OvnAction",
-    "ExtendTable", "P_INGRESS", "P_EGRESS",
+    "ExtendTable", "GroupTable", "MeterTable", "EXT_TABLE_ID_INVALID",
+    "P_INGRESS", "P_EGRESS",
 ]
 
 

@@ -21,10 +21,11 @@ from uuid import UUID
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions import ofb
-from controller.lflow.actions.extend_table import ExtendTable
 from controller.lflow.actions.dhcp_opts import (
     CONTROLLER_EVENT_OPTIONS, DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS,
     GenOption)
+from ofctrl.groups import ExtendTable, GroupTable
+from ofctrl.meters import MeterTable
 
 # ---------------------------------------------------------------------------
 # Fixed numbers (controller/lflow.h, include/ovn/logical-fields.h).
@@ -143,8 +144,9 @@ class EncodeParams:
     dp_key: int = 0
     ctrl_meter_id: int = NX_CTLR_NO_METER
     collector_ids: frozenset[int] | set[int] | None = None
-    group_table: ExtendTable = field(default_factory=ExtendTable)
-    meter_table: ExtendTable = field(default_factory=ExtendTable)
+    # Id tables shared across flows (the agent passes its ofctrl tables).
+    group_table: ExtendTable = field(default_factory=GroupTable)
+    meter_table: ExtendTable = field(default_factory=MeterTable)
     features: OvsFeatures = field(default_factory=OvsFeatures)
 
     def first_ptable(self, pipeline: int) -> int:

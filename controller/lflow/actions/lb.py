@@ -15,7 +15,7 @@ from controller.lflow.actions.base import (
     MFF_LOG_CT_ZONE, MFF_LOG_DNAT_ZONE, MFF_LOG_FLAGS, MFF_LOG_OUTPORT,
     MLF_USE_LB_AFF_SESSION_BIT, OFTABLE_CHK_LB_AFFINITY, ActionContext,
     EncodeParams, FieldRef, OvnAction)
-from controller.lflow.actions.extend_table import EXT_TABLE_ID_INVALID
+from ofctrl.groups import EXT_TABLE_ID_INVALID
 
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17

@@ -12,8 +12,8 @@ from controller.lflow.actions.base import (
     MFF_LOG_FLAGS, MLF_LOOKUP_COMMIT_ECMP_NH_BIT, OFTABLE_ECMP_NH,
     OFTABLE_ECMP_NH_MAC, WR_DEFAULT, ActionContext, EncodeParams, FieldRef,
     OvnAction, encode_ovnacts, format_ovnacts)
-from controller.lflow.actions.extend_table import EXT_TABLE_ID_INVALID
 from controller.lflow.actions.lb import IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, PROTO_NAMES
+from ofctrl.groups import EXT_TABLE_ID_INVALID
 
 
 @dataclass(frozen=True, slots=True)
