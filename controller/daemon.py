@@ -140,6 +140,11 @@ class Daemon:
         self._sb_loaded = False
         self._version_mismatch = False
         self._engine_ran = False
+        self._encaps_key: Any = None
+        self._patch_last_starting: bool | None = None
+        self._patch_dirty = True
+        self._bfd_dirty = True
+        self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
 
@@ -245,6 +250,22 @@ class Daemon:
             else:
                 pf, pchg = table, n.state is State.UPDATED
         return lf, pf, lchg, pchg
+
+    def _ovs_ports_changed(self) -> bool:
+        t = self.ovs.tracker
+        return t.reset or any(t.has_changes(n) for n in
+                              ("Open_vSwitch", "Bridge", "Port", "Interface"))
+
+    def _tunnels_may_change(self, sb: dbmod.IdlLoop) -> bool:
+        """encaps_run only when its inputs moved (it walks every br-int port)."""
+        key = (self.chassis.uuid if self.chassis is not None else None,
+               self.br_int.uuid if self.br_int is not None else None)
+        t = sb.tracker
+        if key != self._encaps_key or self._ovs_ports_changed() or t.reset or \
+                any(t.has_changes(n) for n in ("Chassis", "Encap", "SB_Global")):
+            self._encaps_key = key
+            return True
+        return False
 
     def _hold_initial_install(self, sess: OfctrlSession) -> bool:
         """The first install after a (re)connection replaces every flow in
@@ -457,8 +478,12 @@ class Daemon:
                 self._run_session(knobs, br_int)
             ls.stage_done("chassis")
             if self.chassis is not None and not self.exiting:
-                self.encaps.run(self.ovs.txn, self.ovs.idl.tables, br_int, self.chassis,
-                                sb.table("Chassis").values(), sb.first("SB_Global"), ext)
+                if self._tunnels_may_change(sb):
+                    self._encaps_dirty = True
+                if self._encaps_dirty and self.ovs.txn is not None:
+                    self.encaps.run(self.ovs.txn, self.ovs.idl.tables, br_int, self.chassis,
+                                    sb.table("Chassis").values(), sb.first("SB_Global"), ext)
+                    self._encaps_dirty = False
                 self._run_engine(knobs)
                 ls.stage_done("engine")
             settled = sb.conditions_settled()
@@ -522,19 +547,33 @@ class Daemon:
             if st.ct.commit(self.br_int):
                 COVERAGE.inc("ct_zone_commit")
             csw.stop()
-        bsw = self.stopwatches["bfd-run"]
-        bsw.start()
-        bfd_run(self.ovs.txn, self.br_int, self.chassis, self._sb_table("HA_Chassis_Group").values(),
-                sb.first("SB_Global"))
-        bsw.stop()
-        psw = self.stopwatches["patch-run"]
-        psw.start()
-        if self.engine.node("runtime_data").is_valid():
+        # bfd_run and patch_run walk every br-int port: only when inputs moved.
+        ports_changed = self._ovs_ports_changed()
+        t = sb.tracker
+        if ports_changed or t.reset or any(t.has_changes(n) for n in
+                                           ("HA_Chassis_Group", "SB_Global", "Chassis")):
+            self._bfd_dirty = True
+        if self._bfd_dirty and self.ovs.txn is not None:
+            bsw = self.stopwatches["bfd-run"]
+            bsw.start()
+            bfd_run(self.ovs.txn, self.br_int, self.chassis,
+                    self._sb_table("HA_Chassis_Group").values(), sb.first("SB_Global"))
+            bsw.stop()
+            self._bfd_dirty = False
+        rt_node = self.engine.node("runtime_data")
+        starting = st.starting_up
+        if rt_node.state is State.UPDATED or ports_changed or \
+                starting != self._patch_last_starting:
+            self._patch_dirty = True
+        if self._patch_dirty and rt_node.is_valid() and self.ovs.txn is not None:
+            psw = self.stopwatches["patch-run"]
+            psw.start()
+            self._patch_last_starting = starting
             self.patches.run(self.ovs.txn, self.ovs.idl.tables, self.br_int,
                              knobs["ovn-bridge-mappings"], self.chassis, st.rt.local_datapaths,
-                             st.idx, may_delete=not self.startup.active(int(time.time() * 1000)))
-        psw.stop()
-        rt_node = self.engine.node("runtime_data")
+                             st.idx, may_delete=not starting)
+            psw.stop()
+            self._patch_dirty = False
         if rt_node.state is State.UPDATED or self.monitor_key is None:
             self._update_monitors(knobs)
 
@@ -545,8 +584,11 @@ class Daemon:
         if view is not None:
             sw = self.stopwatches["if-status-mgr-update"]
             sw.start()
-            self.if_mgr.update(view, self.chassis, self.sb is None or self.sb.txn is None,
-                               self.ovs.txn is None)
+            sb = self.sb
+            pb_changed = sb is None or sb.tracker.reset or sb.tracker.has_changes(
+                "Port_Binding") or sb.last_commit_status not in ("success", "unchanged")
+            self.if_mgr.update(view, self.chassis, sb is None or sb.txn is None,
+                               self.ovs.txn is None, pb_changed)
             sw.stop()
         if sess is not None and self.chassis is not None and self._outputs_valid() \
                 and not self._hold_initial_install(sess):

@@ -51,9 +51,11 @@ class AgentState:
         self._last_ofctrl_connected: bool | None = None
         self._last_sb_readonly = True
 
-    def binding_ctx(self) -> BindingCtx:
-        # BFD-derived tunnel liveness only counts while OpenFlow is up (23.03).
-        tunnels = active_tunnels(self.br_int) if self.ofctrl_connected else set()
+    def binding_ctx(self, with_tunnels: bool = False) -> BindingCtx:
+        # BFD-derived tunnel liveness only counts while OpenFlow is up (23.03);
+        # only a full binding pass reads it (as binding_run in C).
+        tunnels = active_tunnels(self.br_int) if with_tunnels and self.ofctrl_connected \
+            else set()
         return BindingCtx(self.chassis, self.idx, self.pb_rows, self.br_int, self.sb_readonly,
                           self.ovs_readonly, self.if_mgr, self.bridge_mappings, self.now_ms,
                           tunnels)
@@ -121,7 +123,7 @@ class AgentNodes:
 
     def run_runtime_data(self, node: Node) -> bool:
         COVERAGE.inc("binding_recompute")
-        binding_run(self.st.binding_ctx(), self.st.rt)
+        binding_run(self.st.binding_ctx(with_tunnels=True), self.st.rt)
         node.data = self.st.rt
         return True
 

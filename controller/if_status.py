@@ -59,7 +59,7 @@ class BindingView(Protocol):
 
 
 class Iface:
-    __slots__ = ("id", "pb_uuid", "state", "install_seqno", "mtu", "additional")
+    __slots__ = ("id", "pb_uuid", "state", "install_seqno", "mtu", "additional", "down_done")
 
     def __init__(self, iface_id: str, pb_uuid: Any, additional: bool) -> None:
         self.id = iface_id
@@ -68,6 +68,7 @@ class Iface:
         self.install_seqno = 0
         self.mtu = 0
         self.additional = additional
+        self.down_done = False
 
 
 class IfStatusMgr:
@@ -125,12 +126,15 @@ class IfStatusMgr:
 
     # -- per iteration -------------------------------------------------
     def update(self, view: BindingView, chassis: Any, sb_readonly: bool,
-               ovs_readonly: bool) -> None:
+               ovs_readonly: bool, pb_may_have_changed: bool = True) -> None:
+        """``pb_may_have_changed`` False (no Port_Binding update arrived and the
+        last SB commit went through) skips re-checking that our claims are
+        still in place, which would otherwise read every claimed row."""
         for i in self._in(IfState.REM_OLD_OVN_INST):
             if not view.is_ovn_installed(i.id):
                 i.state = IfState.MARK_UP
         for i in self._in(IfState.MARK_UP):
-            if not view.pb_chassis_is_set(i.id, chassis):
+            if pb_may_have_changed and not view.pb_chassis_is_set(i.id, chassis):
                 if sb_readonly:
                     continue
                 view.set_pb_chassis(i.id, chassis, True, i.additional)
@@ -144,7 +148,7 @@ class IfStatusMgr:
                 view.set_pb_chassis(i.id, chassis, False, i.additional)
             if view.is_down(i.id, chassis):
                 del self.ifaces[i.id]
-        if not sb_readonly:
+        if not sb_readonly and pb_may_have_changed:
             for i in self._in(IfState.INSTALL_FLOWS):
                 if not view.pb_chassis_is_set(i.id, chassis):
                     view.set_pb_chassis(i.id, chassis, True, i.additional)
@@ -155,6 +159,7 @@ class IfStatusMgr:
                 if not view.pb_chassis_is_set(i.id, chassis):
                     view.set_pb_chassis(i.id, chassis, True, i.additional)
                 i.state = IfState.INSTALL_FLOWS
+                i.down_done = False
                 i.install_seqno = self.iface_seqno + 1
                 new_ifaces = True
         elif claimed:
@@ -180,7 +185,12 @@ class IfStatusMgr:
         if view is None:
             return
         for i in self._in(IfState.INSTALL_FLOWS):
-            view.set_down(i.id, chassis, sb_readonly, ovs_readonly)
+            # Keep the port down while its flows are being installed; once
+            # written (SB and OVS writable) there is nothing more to do until
+            # the state changes.
+            if not i.down_done:
+                view.set_down(i.id, chassis, sb_readonly, ovs_readonly)
+                i.down_done = not (sb_readonly or ovs_readonly)
         for i in self._in(IfState.REM_OLD_OVN_INST):
             view.remove_ovn_installed(i.id, ovs_readonly)
         ts = str(int(time.time() * 1000))
