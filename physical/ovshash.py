@@ -1,4 +1,8 @@
-"""OVS string hashing and hmap iteration order (lib/hash.h, lib/hmap.c).
+"""OVS hashing (lib/hash.h) and hmap iteration order (lib/hmap.c).
+
+``hash_bytes``/``hash_string`` and ``hash_int`` are the generic (non-CRC32)
+murmur-based functions of OVS; the controller uses ``hash_int`` for the
+preferred conjunction ids, so they match the C agent's bit for bit.
 
 The C agent emits some actions in the iteration order of an OVS ``sset``
 (multicast fan-out to remote chassis).  That order depends only on the
@@ -32,6 +36,11 @@ def _mhash_finish(h: int) -> int:
     h = (h * 0xC2B2AE35) & _M32
     h ^= h >> 16
     return h
+
+
+def hash_int(x: int, basis: int) -> int:
+    """OVS hash_int(x, basis) = hash_2words(x, basis)."""
+    return _mhash_finish(_mhash_add(_mhash_add(x, 0), basis) ^ 8)
 
 
 def hash_bytes(data: bytes, basis: int = 0) -> int:

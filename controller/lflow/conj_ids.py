@@ -20,43 +20,21 @@ Design note: the preferred first id is a hash of the two UUIDs (OVS
 ids match the C agent); in test mode it is the first 32 bits of the flow
 UUID.  On conflict the allocator probes upwards, skipping 0 and restarting
 past any taken id, until a free contiguous range is found.  UUIDs are
-``uuid.UUID`` objects or their string forms.
+``uuid.UUID`` objects or their string forms.  ``hash_int`` is
+``physical.ovshash.hash_int`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import uuid as uuidlib
 
+from physical.ovshash import hash_int
+
+__all__ = ["ConjIds", "hash_int", "uuid_hash"]
+
 UuidLike = "uuidlib.UUID | str"
 _M32 = 0xFFFFFFFF
 _ZERO_UUID = uuidlib.UUID(int=0)
-
-
-def _rot(x: int, k: int) -> int:
-    return ((x << k) | (x >> (32 - k))) & _M32
-
-
-def _mhash_add(h: int, data: int) -> int:
-    data = (data * 0xCC9E2D51) & _M32
-    data = _rot(data, 15)
-    data = (data * 0x1B873593) & _M32
-    h ^= data
-    h = _rot(h, 13)
-    return (h * 5 + 0xE6546B64) & _M32
-
-
-def _mhash_finish(h: int) -> int:
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    h ^= h >> 16
-    return h
-
-
-def hash_int(x: int, basis: int) -> int:
-    """OVS hash_int() (generic, non-CRC32 build)."""
-    return _mhash_finish(_mhash_add(_mhash_add(x, 0), basis) ^ 8)
 
 
 def uuid_hash(u: uuidlib.UUID) -> int:
