@@ -13,30 +13,31 @@ Both sides are normalised the same way (recipe section 9): cookies and
 statistics dropped; conjunction ids renamed ``C<i>`` by content (the ids the C
 agent picks are hashes of UUIDs); group and meter ids replaced by their
 ovn-controller names (group-table.txt / meter-table.txt for the C side, our
-ExtendTables for ours).  Conntrack zone constants do not occur in the logical
+GroupTable/MeterTable for ours).  Conntrack zone constants do not occur in the logical
 tables.
 
 Run ``python -m integration.test_lflow_parity [--mode=cold|recompute|no-cache] [DIR]``
 for per-table counts and the differing lines (DIR holds sb.db, flows.raw.txt,
-conf-ovs.txt, ct-zones.txt, group-table.txt, meter-table.txt, uncompressed).
+conf-ovs.txt, ct-zones.txt, group-table.txt, meter-table.txt; any of them may
+be gzipped as ``<name>.gz``).
 """
 
 from __future__ import annotations
 
 import collections
-import gzip
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller.lflow.actions import ExtendTable, OvsFeatures
+from controller.lflow.actions import GroupTable, MeterTable, OvsFeatures
 from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import CompiledLflow, LflowCompiler, LflowError
 from controller.lflow.conj_ids import ConjIds
-from controller.lflow.snapshot import SbSnapshot, context_from_snapshot, local_datapath_keys
+from controller.lflow.snapshot import (
+    SbSnapshot, context_from_snapshot, dumped_flow_lines, flow_table_of, local_datapath_keys,
+    read_text)
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.installed import InstalledFlowTable, update_by_compare
@@ -52,16 +53,10 @@ pytestmark = pytest.mark.skipif(not RICH.is_dir(), reason="reference data absent
 # ----------------------------------------------------------------------
 # Inputs
 
-def _read_text(path: Path) -> str:
-    if not path.exists() and Path(str(path) + ".gz").exists():
-        return gzip.decompress(Path(str(path) + ".gz").read_bytes()).decode()
-    return path.read_text()
-
-
 def _name_table(path: Path) -> dict[int, str]:
     """id -> name from `group-table-list` / `meter-table-list` output."""
     out: dict[int, str] = {}
-    for line in _read_text(path).splitlines():
+    for line in read_text(path).splitlines():
         if ": " in line:
             name, _, num = line.rpartition(": ")
             out[int(num)] = name
@@ -72,7 +67,7 @@ class Compiled:
     __slots__ = ("flows", "errors", "compiler", "groups", "meters")
 
     def __init__(self, flows: list[Flow], errors: list[LflowError], compiler: LflowCompiler,
-                 groups: ExtendTable, meters: ExtendTable) -> None:
+                 groups: GroupTable, meters: MeterTable) -> None:
         self.flows = flows
         self.errors = errors
         self.compiler = compiler
@@ -85,17 +80,17 @@ def compile_snapshot(data: Path, sb: SbSnapshot | None = None, mode: str = "cold
     per-text memo and conjunction ids cleared, the lflow cache warm) or
     "no-cache" (ovn-enable-lflow-cache=false)."""
     sb = sb or SbSnapshot(data / "sb.db")
-    conf = _read_text(data / "conf-ovs.txt")
+    conf = read_text(data / "conf-ovs.txt")
     m = re.search(r'system-id="([^"]+)"', conf)
     assert m
     chassis = m.group(1)
     iface_ids = set(re.findall(r'iface-id="([^"]+)"', conf))
-    zone_owners = {ln.split()[0] for ln in _read_text(data / "ct-zones.txt").splitlines()
+    zone_owners = {ln.split()[0] for ln in read_text(data / "ct-zones.txt").splitlines()
                    if ln.strip()}
     port_names = {pb.logical_port for pb in sb.table("Port_Binding")}
     related_names = zone_owners & port_names
     local = local_datapath_keys(sb, chassis, iface_ids)
-    groups, meters = ExtendTable(), ExtendTable()
+    groups, meters = GroupTable(), MeterTable()
     ctx = context_from_snapshot(
         sb, chassis, local, related_names, group_table=groups, meter_table=meters,
         conj_ids=ConjIds(),
@@ -123,11 +118,6 @@ def compile_snapshot(data: Path, sb: SbSnapshot | None = None, mode: str = "cold
 
 _CONJ_ID = re.compile(r"conj_id=(\d+),")
 _CONJ_ACT = re.compile(r"conjunction\((\d+),(\d+)/(\d+)\)")
-
-
-def _table_of(line: str) -> int:
-    m = re.match(r"table=(\d+), ", line)
-    return int(m.group(1)) if m else 0
 
 
 def normalise(lines: list[str], group_names: dict[int, str],
@@ -163,14 +153,7 @@ def normalise(lines: list[str], group_names: dict[int, str],
 
 
 def expected_lines(data: Path) -> list[str]:
-    lines = []
-    for line in _read_text(data / "flows.raw.txt").splitlines():
-        line = line.strip()
-        if not line or line.startswith(("OFPST_", "NXST_")):
-            continue
-        line = re.sub(r"^cookie=0x[0-9a-f]+, ", "", line)
-        if _table_of(line) in LOGICAL_TABLES:
-            lines.append(line)
+    lines = dumped_flow_lines(data / "flows.raw.txt", LOGICAL_TABLES)
     groups = _name_table(data / "group-table.txt")
     meters = _name_table(data / "meter-table.txt")
     return normalise(lines, groups, meters)
@@ -195,8 +178,8 @@ def compare(data: Path = RICH, mode: str = "cold"
     act = collections.Counter(actual_lines(c))
     result: dict[int, tuple[int, int, int]] = {}
     for table in sorted(LOGICAL_TABLES):
-        e = collections.Counter({k: v for k, v in exp.items() if _table_of(k) == table})
-        a = collections.Counter({k: v for k, v in act.items() if _table_of(k) == table})
+        e = collections.Counter({k: v for k, v in exp.items() if flow_table_of(k) == table})
+        a = collections.Counter({k: v for k, v in act.items() if flow_table_of(k) == table})
         if e or a:
             result[table] = (sum((e & a).values()), sum((e - a).values()), sum((a - e).values()))
     return result, sorted((exp - act).elements()), sorted((act - exp).elements()), c
@@ -219,13 +202,8 @@ def test_rich_lflow_parity(mode: str) -> None:
 
 
 @pytest.mark.slow
-def test_seed500_lflow_parity(tmp_path: Path) -> None:
-    for name in ("conf-ovs.txt", "ct-zones.txt", "group-table.txt", "meter-table.txt"):
-        shutil.copy(SEED500 / name, tmp_path / name)
-    for name in ("sb.db", "flows.raw.txt"):
-        with gzip.open(SEED500 / f"{name}.gz", "rb") as fin, open(tmp_path / name, "wb") as fout:
-            shutil.copyfileobj(fin, fout)
-    result, missing, extra, c = compare(tmp_path)
+def test_seed500_lflow_parity() -> None:
+    result, missing, extra, c = compare(SEED500)
     print(_report(result))
     assert sum(r[0] for r in result.values()) > 100000
     assert not missing and not extra, (missing[:10], extra[:10])

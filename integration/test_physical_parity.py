@@ -1,7 +1,9 @@
 """Parity of physical/ with the C ovn-controller, without daemons, on
 reference-data/rich and seed-500 and tests/physical/data/{extra,extra2,many}.
 
-Loads a dataset's sb.db (a standalone ovsdb file) into IDL-like rows, builds a
+Loads a dataset's sb.db (a standalone ovsdb file) into IDL-like rows
+(``controller.lflow.snapshot.SbSnapshot``, which also reads the gzipped
+files of seed-500 in place), builds a
 PhysicalContext from conf-ovs.txt, ports.txt and ct-zones.txt, runs
 physical.build_all() and compares tables 0, 37-41 and 64-78 with the C
 agent's flows.raw.txt (cookies stripped, port names as dumped).
@@ -16,100 +18,16 @@ import collections
 import json
 import re
 import types
-import uuid
 from pathlib import Path
 from typing import Any
 
-
+from controller.lflow.snapshot import SbSnapshot, dumped_flow_lines, flow_table_of, read_text
 from physical import (ChassisTunnel, LocalDatapath, OwnedFlows, PhysicalContext, PhysicalDebug,
                       TunnelType, build_all, flow_to_string)
 
 RICH = Path("/work/shared/reference-data/rich")
-SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
+SEED500 = RICH.parent / "seed-500"  # sb.db and flows.raw.txt gzipped
 PHYS_TABLES = {0, 37, 38, 39, 40, 41} | set(range(64, 79))
-
-
-# ----------------------------------------------------------------------
-# Standalone ovsdb file -> IDL-like rows
-# ----------------------------------------------------------------------
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    data = path.read_bytes()
-    out: list[dict[str, Any]] = []
-    pos = 0
-    while pos < len(data):
-        nl = data.index(b"\n", pos)
-        header = data[pos:nl].decode()
-        length = int(header.split()[2])
-        out.append(json.loads(data[nl + 1:nl + 1 + length]))
-        pos = nl + 1 + length
-        while pos < len(data) and data[pos:pos + 1] == b"\n":
-            pos += 1
-    return out
-
-
-class SbSnapshot:
-    """Rows by table; each row a SimpleNamespace like the python IDL's Row."""
-
-    def __init__(self, path: Path) -> None:
-        records = _records(path)
-        schema = json.loads(SB_SCHEMA.read_text())["tables"]
-        raw: dict[str, dict[str, dict[str, Any]]] = collections.defaultdict(dict)
-        for rec in records[1:]:
-            for table, rows in rec.items():
-                if table.startswith("_") or not isinstance(rows, dict):
-                    continue
-                for u, row in rows.items():
-                    if row is None:
-                        raw[table].pop(u, None)
-                    else:
-                        raw[table].setdefault(u, {}).update(row)
-        self.rows: dict[str, dict[str, types.SimpleNamespace]] = {}
-        for table, rows in raw.items():
-            self.rows[table] = {u: types.SimpleNamespace(uuid=uuid.UUID(u)) for u in rows}
-        for table, rows in raw.items():
-            cols = schema[table]["columns"]
-            for u, row in rows.items():
-                obj = self.rows[table][u]
-                for col, ctype in cols.items():
-                    setattr(obj, col, self._convert(row.get(col), ctype["type"]))
-
-    def _atom(self, value: Any, base: Any) -> Any:
-        if isinstance(value, list) and value and value[0] == "uuid":
-            ref = base.get("refTable") if isinstance(base, dict) else None
-            if ref:
-                return self.rows.get(ref, {}).get(value[1])
-            return uuid.UUID(value[1])
-        return value
-
-    def _convert(self, value: Any, ctype: Any) -> Any:
-        if isinstance(ctype, str):
-            ctype = {"key": ctype}
-        key, val = ctype["key"], ctype.get("value")
-        mn, mx = ctype.get("min", 1), ctype.get("max", 1)
-        if value is None:
-            if val is not None:
-                return {}
-            if mn == 1 and mx == 1:
-                kt = key if isinstance(key, str) else key["type"]
-                return {"string": "", "integer": 0, "boolean": False, "real": 0.0}.get(kt)
-            return []
-        if val is not None:
-            pairs = value[1] if value[0] == "map" else []
-            return {self._atom(k, key): self._atom(v, val) for k, v in pairs}
-        if isinstance(value, list) and value and value[0] == "set":
-            items = [self._atom(v, key) for v in value[1]]
-        else:
-            items = [self._atom(value, key)]
-        items = [i for i in items if i is not None]
-        if mn == 1 and mx == 1:
-            return items[0] if items else None
-        if items and hasattr(items[0], "uuid"):
-            return sorted(items, key=lambda r: r.uuid)
-        return sorted(items)
-
-    def table(self, name: str) -> list[types.SimpleNamespace]:
-        return list(self.rows.get(name, {}).values())
 
 
 # ----------------------------------------------------------------------
@@ -169,7 +87,7 @@ def build_context(sb: SbSnapshot, data: Path) -> tuple[PhysicalContext, Any]:
         system_name = "hv1"
         ifaces = _json_interfaces(data / "interfaces.json")
     else:
-        conf = (data / "conf-ovs.txt").read_text()
+        conf = read_text(data / "conf-ovs.txt")
         system_id = re.search(r'system-id="([^"]+)"', conf)
         assert system_id
         system_name = system_id.group(1)
@@ -186,7 +104,7 @@ def build_context(sb: SbSnapshot, data: Path) -> tuple[PhysicalContext, Any]:
                              i["remote_ip"], ":" in i["remote_ip"])
                for i in ifaces if i.get("type") in tun_types and i.get("remote_ip") in encap_chassis]
     zones = {}
-    for line in (data / "ct-zones.txt").read_text().splitlines():
+    for line in read_text(data / "ct-zones.txt").splitlines():
         if line.strip():
             owner, zone = line.split()
             zones[owner] = int(zone)
@@ -257,21 +175,8 @@ def build_context(sb: SbSnapshot, data: Path) -> tuple[PhysicalContext, Any]:
 # Comparison
 # ----------------------------------------------------------------------
 
-def _table_of(line: str) -> int:
-    m = re.search(r"(?:^|, )table=(\d+), ", line)
-    return int(m.group(1)) if m else 0
-
-
 def expected_lines(data: Path) -> list[str]:
-    out = []
-    for line in (data / "flows.raw.txt").read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith(("OFPST_", "NXST_")):
-            continue
-        line = re.sub(r"^cookie=0x[0-9a-f]+, ", "", line)
-        if _table_of(line) in PHYS_TABLES:
-            out.append(line)
-    return out
+    return dumped_flow_lines(data / "flows.raw.txt", PHYS_TABLES)
 
 
 def actual_lines(groups: list[OwnedFlows], names: dict[int, str]) -> list[str]:
@@ -287,27 +192,29 @@ def actual_lines(groups: list[OwnedFlows], names: dict[int, str]) -> list[str]:
     return out
 
 
-def compare(data: Path = RICH) -> dict[int, tuple[int, int, int]]:
+def _flow_counters(data: Path) -> tuple[collections.Counter[str], collections.Counter[str]]:
+    """(C agent's lines, ours) for the dataset in ``data``."""
     sb = SbSnapshot(data / "sb.db")
     ctx, tables = build_context(sb, data)
-    names = port_names((data / "ports.txt").read_text())
+    names = port_names(read_text(data / "ports.txt"))
     exp = collections.Counter(expected_lines(data))
     act = collections.Counter(actual_lines(build_all(ctx, tables), names))
+    return exp, act
+
+
+def compare(data: Path = RICH) -> dict[int, tuple[int, int, int]]:
+    exp, act = _flow_counters(data)
     result: dict[int, tuple[int, int, int]] = {}
     for table in sorted(PHYS_TABLES):
-        e = collections.Counter({k: v for k, v in exp.items() if _table_of(k) == table})
-        a = collections.Counter({k: v for k, v in act.items() if _table_of(k) == table})
+        e = collections.Counter({k: v for k, v in exp.items() if flow_table_of(k) == table})
+        a = collections.Counter({k: v for k, v in act.items() if flow_table_of(k) == table})
         same = sum((e & a).values())
         result[table] = (same, sum((e - a).values()), sum((a - e).values()))
     return result
 
 
 def diff_lines(data: Path = RICH) -> tuple[list[str], list[str]]:
-    sb = SbSnapshot(data / "sb.db")
-    ctx, tables = build_context(sb, data)
-    names = port_names((data / "ports.txt").read_text())
-    exp = collections.Counter(expected_lines(data))
-    act = collections.Counter(actual_lines(build_all(ctx, tables), names))
+    exp, act = _flow_counters(data)
     return sorted((exp - act).elements()), sorted((act - exp).elements())
 
 
@@ -319,21 +226,8 @@ def test_rich_physical_parity() -> None:
     assert not missing and not extra, (missing, extra)
 
 
-def unpack_seed500(dest: Path) -> Path:
-    """reference-data/seed-500 (500 ports; sb.db and flows gzipped) unpacked into ``dest``."""
-    import gzip
-    import shutil
-    src = RICH.parent / "seed-500"
-    for name in ("conf-ovs.txt", "ports.txt", "ct-zones.txt"):
-        shutil.copy(src / name, dest / name)
-    for name in ("sb.db", "flows.raw.txt"):
-        with gzip.open(src / f"{name}.gz", "rb") as fin, open(dest / name, "wb") as fout:
-            shutil.copyfileobj(fin, fout)
-    return dest
-
-
-def test_seed500_physical_parity(tmp_path: Path) -> None:
-    result = compare(unpack_seed500(tmp_path))
+def test_seed500_physical_parity() -> None:
+    result = compare(SEED500)
     assert sum(r[0] for r in result.values()) > 10000
     assert all(r[1] == 0 and r[2] == 0 for r in result.values()), result
 
@@ -374,14 +268,11 @@ def test_many_remote_chassis_fanout_order() -> None:
 def bench_seed500(runs: int = 5) -> None:
     """Print the CPU time of physical.build_all and of loading its flows into an
     ofctrl DesiredFlowTable, for seed-500 (first run and best of the others)."""
-    import tempfile
     import time
 
     from ofctrl.desired import DesiredFlowTable
     from physical import add_to_desired
-    with tempfile.TemporaryDirectory() as tmp:
-        data = unpack_seed500(Path(tmp))
-        ctx, tables = build_context(SbSnapshot(data / "sb.db"), data)
+    ctx, tables = build_context(SbSnapshot(SEED500 / "sb.db"), SEED500)
     times = []
     n_flows = 0
     for _ in range(runs):

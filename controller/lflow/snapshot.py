@@ -8,12 +8,18 @@ a row of the python IDL: ``uuid`` plus one attribute per schema column, with
 references resolved to row objects, optional columns as lists, maps as
 dicts.  The schema comes from the file itself, so no installed schema is
 needed.  It is meant for tests, benchmarks and the CLI (no I/O elsewhere).
+
+Reference datasets (``reference-data/<name>/``) keep some files gzipped
+(``sb.db.gz``, ``flows.raw.txt.gz``): ``SbSnapshot``, ``read_text`` and
+``dumped_flow_lines`` take the plain name and read ``<name>.gz`` when only
+that exists.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import types
 import uuid
 from collections.abc import Iterator
@@ -30,6 +36,35 @@ def _read_bytes(path: Path) -> bytes:
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     return data
+
+
+def read_text(path: Path | str) -> str:
+    """A text file of a dataset, or its ``.gz`` twin."""
+    return _read_bytes(Path(path)).decode()
+
+
+_TABLE_RE = re.compile(r"(?:^|, )table=(\d+), ")
+_COOKIE_RE = re.compile(r"^cookie=0x[0-9a-f]+, ")
+
+
+def flow_table_of(line: str) -> int:
+    """The ``table=N`` of one dump-flows line (0 if it has none)."""
+    m = _TABLE_RE.search(line)
+    return int(m.group(1)) if m else 0
+
+
+def dumped_flow_lines(path: Path | str, tables: set[int] | frozenset[int]) -> list[str]:
+    """The flows of an ``ovs-ofctl dump-flows`` text file (``flows.raw.txt``)
+    that are in ``tables``, one stripped line each, without the cookie."""
+    out = []
+    for line in read_text(path).splitlines():
+        line = line.strip()
+        if not line or line.startswith(("OFPST_", "NXST_")):
+            continue
+        line = _COOKIE_RE.sub("", line)
+        if flow_table_of(line) in tables:
+            out.append(line)
+    return out
 
 
 def records(path: Path | str) -> Iterator[dict[str, Any]]:

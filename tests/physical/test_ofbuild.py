@@ -11,7 +11,8 @@ from ofctrl.match import Match
 from ofctrl.ofpacts import (Bundle, Clone, Controller, Output, Resubmit, SetField, decode_actions,
                             decode_instructions)
 
-from integration.test_physical_parity import RICH, SbSnapshot, build_context, port_names
+from controller.lflow.snapshot import SbSnapshot
+from integration.test_physical_parity import RICH, build_context, port_names
 from physical import (GENERIC_OWNER, OwnedFlows, PhysicalContext, add_to_desired, build_all,
                       flow_to_string, port_binding_flows, port_security_flows)
 from physical.ofbuild import controller_op, load, move, pop, push
