@@ -102,7 +102,8 @@ class Packet:
         if self.proto == "icmp":
             fields += [f"icmp_type={self.icmp_type}", f"icmp_code={self.icmp_code}"]
         else:
-            fields += [f"tp_src={self.sport}", f"tp_dst={self.dport}"]
+            # tp_src/tp_dst are rejected for UDP ("prerequisites not met")
+            fields += [f"{self.proto}_src={self.sport}", f"{self.proto}_dst={self.dport}"]
             if self.proto == "tcp":
                 fields.append(f"tcp_flags={self.tcp_flags_text('|')}")
         return ",".join(fields)

@@ -71,6 +71,8 @@ def rich(request: pytest.FixtureRequest) -> Iterator[RichEnv]:
         box.start()
         build_rich(box)
         box.nbctl("--no-wait", "static-mac-binding-add", "lr0-pub", GW_IP, GW_MAC)
+        # capture what br-phys (standalone, floods) sends to its internal port
+        box.vsctl("set", "Interface", "br-phys", f"options:tx_pcap={box.run}/br-phys-tx.pcap")
         box.start_controller(kind)
         box.wait_hv_sync(timeout=120, min_flows=1000)
         yield RichEnv(box, kind)
@@ -196,16 +198,25 @@ def test_snat_to_external_network(env: RichEnv) -> None:
     """10.0.1.3 -> 8.8.4.4 leaves via lr0-pub, SNAT to 172.16.0.100, through the
     localnet patch into br-phys; 10.0.2.2 has its own dnat_and_snat 172.16.0.111."""
     box = env.box
-    outcomes = []
-    for vif, mac, ip, gw_mac, ext_ip in (("vif-a2", A2_MAC, A2_IP, LR0_A_MAC, "172.16.0.100"),
-                                         ("vif-b1", B1_MAC, B1_IP, LR0_B_MAC, "172.16.0.111")):
-        syn = tcp4(mac, gw_mac, ip, "8.8.4.4", 40100, 80)
+    outcomes: list[object] = []
+    phys = env.pcap("br-phys")
+    for sport, (vif, mac, ip, gw_mac, ext_ip) in enumerate((
+            ("vif-a2", A2_MAC, A2_IP, LR0_A_MAC, "172.16.0.100"),
+            ("vif-b1", B1_MAC, B1_IP, LR0_B_MAC, "172.16.0.111")), start=40100):
+        syn = tcp4(mac, gw_mac, ip, "8.8.4.4", sport, 80)
         t = trace_packet(box, "br-int", vif, syn)
         assert t.has_action(f"nat(src={ext_ip})"), t.text
         assert t.has_action(f"set(eth(src={LR0_PUB_MAC},dst={GW_MAC}))"), t.text
         assert t.outputs == ("br-phys",), t.text     # flooded by br-phys (standalone)
         assert 'bridge("br-phys")' in t.text, t.text
         outcomes.append(neutral(t))
+
+        inject(box, vif, syn)
+        got = wait_frame(phys, ip_dst="8.8.4.4", dport=80, sport=sport)
+        assert (got.ip_src, got.eth_src, got.eth_dst, got.ttl) == (
+            ext_ip, LR0_PUB_MAC, GW_MAC, 63), got.summary()
+        assert got.has_tcp_flags("syn")
+        outcomes.append(got.summary())
     agree("snat_to_external_network", env.kind, tuple(outcomes))
 
 
@@ -307,3 +318,23 @@ def test_fip_dnat_from_provider_network(env: RichEnv) -> None:
     assert (got.ip_dst, got.dport, got.eth_src, got.eth_dst, got.ttl) == (
         A1_IP, 80, LR0_A_MAC, A1_MAC, 63)
     agree("fip_dnat_from_provider_network", env.kind, (neutral(t), got.summary()))
+
+
+def test_fip_icmp_dropped_by_acl(env: RichEnv) -> None:
+    """ICMP 172.16.0.50 -> FIP is DNATed to 10.0.1.2, then dropped (and logged)
+    by the metered drop-all ACL: only pg_all sources may ping ls-a-p1."""
+    box = env.box
+    ping = icmp4(EXT_MAC, LR0_PUB_MAC, EXT_IP, "172.16.0.110")
+    t = trace_packet(box, "br-phys", "LOCAL", ping)
+    assert t.has_action(f"nat(dst={A1_IP})"), t.text
+    assert t.dropped and t.has_action("controller("), t.text
+    assert t.stages[-1].flow.count(f"dl_dst={A1_MAC}") == 1, t.text   # routed to ls-a-p1
+
+    # dropped for real: inject it, then the TCP/80 control; the control arrives
+    a1 = env.pcap("vif-a1")
+    inject(box, "br-phys", ping)
+    inject(box, "br-phys", tcp4(EXT_MAC, LR0_PUB_MAC, EXT_IP, "172.16.0.110", 40500, 80))
+    wait_frame(a1, ip_src=EXT_IP, sport=40500)
+    leaked = [f for f in _all_frames(a1) if f.ip_src == EXT_IP and f.proto_name == "icmp"]
+    assert not leaked, describe(leaked)
+    agree("fip_icmp_dropped_by_acl", env.kind, neutral(t))

@@ -30,11 +30,12 @@ def test_tcp_and_udp_packets() -> None:
              flags=("syn", "ack"), ttl=5, tos=0x30)
     assert t.odp().endswith("ipv4(src=1.1.1.1,dst=2.2.2.2,proto=6,tos=48,ttl=5,frag=no),"
                             "tcp(src=1000,dst=80),tcp_flags(syn|ack)")
-    assert "tp_src=1000,tp_dst=80,tcp_flags=syn|ack" in t.ofp("p")
+    assert "tcp_src=1000,tcp_dst=80,tcp_flags=syn|ack" in t.ofp("p")
     assert "nw_tos=48" in t.ofp("p")
     u = udp4("0a:00:00:00:00:01", "0a:00:00:00:00:02", "1.1.1.1", "2.2.2.2", 53, 5353)
     assert u.odp().endswith("proto=17,tos=0,ttl=64,frag=no),udp(src=53,dst=5353)")
     assert "tcp_flags" not in u.odp() and "tcp_flags" not in u.ofp("p")
+    assert u.ofp("p").endswith(",udp_src=53,udp_dst=5353")
 
 
 def test_packet_validation() -> None:
