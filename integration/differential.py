@@ -24,12 +24,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from integration.normalise import (
     CanonicalDump, TableDiff, compare_flows, compare_lists, normalise, parse_ct_zones)
 from integration.sandbox import Sandbox
 
-Builder = Callable[[Sandbox], None]
+Builder = Callable[[Sandbox], object]
 LOCAL_CHASSIS = "hv1"
 
 
@@ -63,7 +64,9 @@ class AgentDump:
     canonical: CanonicalDump
     settle_s: float
     raw_flow_count: int
-    lflows: dict[int, list[str]] = field(default_factory=dict)   # cookie -> lflow texts
+    raw: dict[str, str] = field(default_factory=dict)   # flows/groups/meters/zones dumps
+    origins: dict[int, list[str]] = field(default_factory=dict)  # cookie -> SB rows
+    learnt: list[str] = field(default_factory=list)     # MAC_Binding/FDB rows of its SB
 
 
 def _port_numbers(box: Sandbox) -> dict[int, str]:
@@ -86,16 +89,62 @@ def datapath_names(box: Sandbox) -> dict[str, str]:
     return names
 
 
+# SB tables whose row UUIDs become flow cookies, with the columns that name a row.
+_COOKIE_SOURCES: tuple[tuple[str, str], ...] = (
+    ("Port_Binding", "logical_port,type"),
+    ("MAC_Binding", "logical_port,ip,mac"),
+    ("Static_MAC_Binding", "logical_port,ip,mac"),
+    ("Multicast_Group", "name,tunnel_key"),
+    ("Datapath_Binding", "tunnel_key,external_ids"),
+)
+# Rows the agents themselves write into the SB (learnt state): if these differ
+# between the two sandboxes, so did the agents' inputs.
+LEARNT_TABLES: tuple[tuple[str, str], ...] = (
+    ("MAC_Binding", "logical_port,ip,mac"),
+    ("FDB", "mac,dp_key,port_key"),
+)
+
+
+def _sb_json(box: Sandbox, table: str, columns: str) -> list[list[Any]]:
+    out = json.loads(box.sbctl("--format=json", f"--columns={columns}", "list", table))
+    return list(out["data"])
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, list) and len(value) == 2 and value[0] in ("uuid", "set", "map"):
+        if value[0] == "map":
+            pairs = value[1] if isinstance(value[1], list) else []
+            return "{" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
+        if value[0] == "set":
+            items = value[1] if isinstance(value[1], list) else []
+            return "[" + ",".join(_cell(x) for x in items) + "]"
+        return str(value[1])[:8]
+    return str(value)
+
+
 def lflows_by_cookie(box: Sandbox) -> dict[int, list[str]]:
-    """cookie (first 32 bits of the uuid) -> short descriptions of the lflows."""
-    out = json.loads(box.sbctl("--format=json", "--columns=_uuid,pipeline,table_id,priority,"
-                               "match,actions", "list", "Logical_Flow"))
+    """cookie (first 32 bits of a row uuid) -> short descriptions of the SB rows:
+    Logical_Flows, and the Port_Binding/MAC_Binding/... rows physical flows use."""
     by_cookie: dict[int, list[str]] = {}
-    for (_, uuid), pipeline, table, priority, match, actions in out["data"]:
-        text = (f"lflow {uuid[:8]} {pipeline} table={table} prio={priority} "
+    for (_, uuid), pipeline, table, priority, match, actions in _sb_json(
+            box, "Logical_Flow", "_uuid,pipeline,table_id,priority,match,actions"):
+        text = (f"lflow {str(uuid)[:8]} {pipeline} table={table} prio={priority} "
                 f"match=({match}) actions=({actions})")
-        by_cookie.setdefault(int(uuid[:8], 16), []).append(text)
+        by_cookie.setdefault(int(str(uuid)[:8], 16), []).append(text)
+    for table, columns in _COOKIE_SOURCES:
+        for (_, uuid), *values in _sb_json(box, table, "_uuid," + columns):
+            text = f"{table} {str(uuid)[:8]} " + " ".join(_cell(v) for v in values)
+            by_cookie.setdefault(int(str(uuid)[:8], 16), []).append(text)
     return by_cookie
+
+
+def learnt_rows(box: Sandbox) -> list[str]:
+    """The SB rows agents write from what they learn (MAC_Binding, FDB)."""
+    rows: list[str] = []
+    for table, columns in LEARNT_TABLES:
+        for values in _sb_json(box, table, columns):
+            rows.append(f"{table} " + " ".join(_cell(v) for v in values))
+    return sorted(rows)
 
 
 def dump_agent(box: Sandbox, kind: str, settle_s: float) -> AgentDump:
@@ -105,19 +154,28 @@ def dump_agent(box: Sandbox, kind: str, settle_s: float) -> AgentDump:
     meters = box.ofctl("dump-meters", "br-int")
     zones = parse_ct_zones(box.appctl("controller", "ct-zone-list"))
     canonical = normalise(flows, groups, meters, zones, datapath_names(box), _port_numbers(box))
-    return AgentDump(kind, canonical, settle_s, len(canonical.flows))
+    return AgentDump(kind, canonical, settle_s, len(canonical.flows),
+                     {"flows": flows, "groups": groups, "meters": meters,
+                      "ct-zones": "\n".join(f"{k} {v}" for k, v in zones.items())})
 
 
 def _run_one(snapshot: Snapshot, kind: str, timeout: float,
-             boxes: list[Sandbox]) -> tuple[AgentDump, dict[int, list[str]]]:
+             boxes: list[Sandbox], after_settle: Callable[[Sandbox], None] | None
+             ) -> AgentDump:
     box = Sandbox.from_snapshot(snapshot.nb, snapshot.sb, snapshot.conf, northd=False,
                                 chassis=LOCAL_CHASSIS)
     boxes.append(box)
     t0 = time.monotonic()
     box.start_controller(kind)
     box.wait_hv_sync(timeout=timeout)
+    if after_settle is not None:
+        after_settle(box)
+        box.wait_hv_sync(timeout=timeout)
     settle = time.monotonic() - t0
-    return dump_agent(box, kind, settle), lflows_by_cookie(box)
+    dump = dump_agent(box, kind, settle)
+    dump.origins = lflows_by_cookie(box)
+    dump.learnt = learnt_rows(box)
+    return dump
 
 
 @dataclass
@@ -132,7 +190,6 @@ class DifferentialResult:
     groups_only_theirs: list[str]
     meters_only_ours: list[str]
     meters_only_theirs: list[str]
-    lflows: dict[int, list[str]]
     elapsed_s: float = 0.0
 
     @property
@@ -169,7 +226,7 @@ class DifferentialResult:
             if cookie == 0:
                 parts.append("physical flow (cookie 0)")
             else:
-                parts.extend(self.lflows.get(cookie, [f"cookie {cookie:#x} (no such lflow)"]))
+                parts.extend(dump.origins.get(cookie, [f"cookie {cookie:#x} (no SB row)"]))
         return "; ".join(parts) if parts else "?"
 
     def report(self, limit: int = 20) -> str:
@@ -187,7 +244,13 @@ class DifferentialResult:
             for ln in diff[:limit]:
                 lines.append(f"  {ln}")
                 lines.append(f"      <- {self._origin(ln, dump)}")
-        for title, items in (("groups only ours", self.groups_only_ours),
+        learnt_ours = sorted(set(self.ours.learnt) - set(self.theirs.learnt))
+        learnt_theirs = sorted(set(self.theirs.learnt) - set(self.ours.learnt))
+        if learnt_ours or learnt_theirs:
+            lines.append("NOTE: the agents' SB inputs diverged (rows learnt by one agent):")
+        for title, items in (("learnt SB rows only in our sandbox", learnt_ours),
+                             ("learnt SB rows only in the C sandbox", learnt_theirs),
+                             ("groups only ours", self.groups_only_ours),
                              ("groups only C", self.groups_only_theirs),
                              ("meters only ours", self.meters_only_ours),
                              ("meters only C", self.meters_only_theirs)):
@@ -197,33 +260,37 @@ class DifferentialResult:
         return "\n".join(lines)
 
 
-def compare_dumps(topology: str, ours: AgentDump, theirs: AgentDump,
-                  lflows: dict[int, list[str]]) -> DifferentialResult:
+def compare_dumps(topology: str, ours: AgentDump, theirs: AgentDump) -> DifferentialResult:
     g_ours, g_theirs = compare_lists(ours.canonical.groups, theirs.canonical.groups)
     m_ours, m_theirs = compare_lists(ours.canonical.meters, theirs.canonical.meters)
     return DifferentialResult(topology, ours, theirs,
                               compare_flows(ours.canonical.flows, theirs.canonical.flows),
-                              g_ours, g_theirs, m_ours, m_theirs, lflows)
+                              g_ours, g_theirs, m_ours, m_theirs)
 
 
-def run_differential(snapshot: Snapshot, timeout: float = 300.0,
-                     concurrent: bool = True) -> DifferentialResult:
-    """Replay `snapshot` under the C agent and ours (northd off) and compare."""
+def run_differential(snapshot: Snapshot, timeout: float = 300.0, concurrent: bool = True,
+                     after_settle: Callable[[Sandbox], None] | None = None
+                     ) -> DifferentialResult:
+    """Replay `snapshot` under the C agent and ours (northd off) and compare.
+
+    `after_settle(box)`, if given, runs in both sandboxes once the agent has
+    settled (an incremental change, e.g. unbinding a VIF); the dump follows
+    the next nb_cfg handshake."""
     t0 = time.monotonic()
     boxes: list[Sandbox] = []
     try:
         if concurrent:
             with ThreadPoolExecutor(max_workers=2) as pool:
-                fut_c = pool.submit(_run_one, snapshot, "c", timeout, boxes)
-                fut_py = pool.submit(_run_one, snapshot, "py", timeout, boxes)
-                theirs, lflows = fut_c.result()
-                ours, _ = fut_py.result()
+                fut_c = pool.submit(_run_one, snapshot, "c", timeout, boxes, after_settle)
+                fut_py = pool.submit(_run_one, snapshot, "py", timeout, boxes, after_settle)
+                theirs = fut_c.result()
+                ours = fut_py.result()
         else:
-            theirs, lflows = _run_one(snapshot, "c", timeout, boxes)
-            ours, _ = _run_one(snapshot, "py", timeout, boxes)
+            theirs = _run_one(snapshot, "c", timeout, boxes, after_settle)
+            ours = _run_one(snapshot, "py", timeout, boxes, after_settle)
     finally:
         for box in boxes:
             box.stop()
-    result = compare_dumps(snapshot.name, ours, theirs, lflows)
+    result = compare_dumps(snapshot.name, ours, theirs)
     result.elapsed_s = time.monotonic() - t0
     return result
