@@ -148,3 +148,18 @@ def test_shared_conjunctive_clause(snapshots: SnapshotCache) -> None:
                               after_settle=_rebind_vif)
     print(result.report())
     assert result.ok, result.report()
+
+
+def test_random_plans_reproducible_and_cover_the_features() -> None:
+    """The 20 CI seeds, together, exercise every element the generator offers."""
+    plans = [plan_topology(s) for s in RANDOM_SEEDS]
+    assert [p.nb_args for p in plans] == [plan_topology(s).nb_args for s in RANDOM_SEEDS]
+    text = [" ".join(p.nb_args) for p in plans]
+    assert any(c[1] == "vxlan" for p in plans for c in p.remote_chassis)
+    assert any(p.bridge_mappings for p in plans)
+    assert any(v.where == "here" for p in plans for v in p.vifs)
+    assert any(v.where.startswith("remote:") for p in plans for v in p.vifs)
+    for needle in ("lrp-set-gateway-chassis", " snat ", " dnat ", "dnat_and_snat", "ls-lb-add",
+                   "lr-lb-add", "dhcpv4_options=", "@pg", "$as", "--meter=", "reject",
+                   "tag_request=", "lsp-set-port-security"):
+        assert any(needle in t for t in text), needle
