@@ -34,14 +34,14 @@ import structlog
 
 from controller.if_status import IfStatusMgr
 from controller.indexes import SbIndexes
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 from controller.local_data import (LocalDatapath, LportType, TrackedDatapaths, TrackedType,
                                    add_local_datapath, ha_group_contains, ha_group_is_active,
                                    lport_type, opt_first, related_id)
 
 log = structlog.get_logger("binding")
-_rl_notclaim = RateLimiter(1.0, 5)
-_rl_dup = RateLimiter(60.0, 5)
+_rl_notclaim = RateLimiter(per_minute=60, burst=5)
+_rl_dup = RateLimiter(per_minute=1, burst=5)
 
 CLAIM_TIME_THRESHOLD_MS = 500
 OVN_INSTALLED = "ovn-installed"
@@ -236,9 +236,8 @@ class Binder:
             return None
         lb = self.rt.bindings.get(iface_id)
         if lb is not None and lb.iface is not None and lb.iface.uuid != iface.uuid:
-            if _rl_dup.allow():
-                log.warning(f"Interface {iface.name} has the same iface-id {iface_id} as "
-                            f"{lb.iface.name}; ignoring it")
+            log.warn_rl(_rl_dup, f"Interface {iface.name} has the same iface-id {iface_id} as "
+                        f"{lb.iface.name}; ignoring it")
             return None
         if lb is None:
             lb = self.rt.bindings[iface_id] = LocalBinding(iface_id, iface)
@@ -312,11 +311,11 @@ class Binder:
                 self._add_dp(pb)
                 self._related_add(pb)
                 self._local_lport_add(pb.logical_port)
-            elif _rl_notclaim.allow():
+            else:
                 ch = pb_chassis(pb)
-                log.info(f"Not claiming lport {pb.logical_port}, chassis {me.name} "
-                         f"requested-chassis {pb.options.get('requested-chassis', '[]')} "
-                         f"pb->chassis {ch.name if ch is not None else ''}")
+                log.info_rl(_rl_notclaim, f"Not claiming lport {pb.logical_port}, chassis {me.name} "
+                            f"requested-chassis {pb.options.get('requested-chassis', '[]')} "
+                            f"pb->chassis {ch.name if ch is not None else ''}")
         if _same(pb_chassis(pb), me) or is_additional_chassis(pb, me) \
                 or self.ctx.if_mgr.state_of(pb.logical_port) is not None:
             if lb is None or lb.iface is None or cb is CanBind.CANNOT:

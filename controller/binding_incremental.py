@@ -83,9 +83,8 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
         if new_id is not None:
             lb = rt.bindings.get(new_id)
             if lb is not None and lb.iface is not None and lb.iface.uuid != u:
-                if _rl_dup.allow():
-                    log.warning(f"Interface {iface.name} has the same iface-id {new_id} "
-                                f"as {lb.iface.name}; ignoring it")
+                log.warn_rl(_rl_dup, f"Interface {iface.name} has the same iface-id {new_id} "
+                            f"as {lb.iface.name}; ignoring it")
                 continue
             b._binding_from_iface(iface, br.name)
             affected.append(new_id)

@@ -25,10 +25,11 @@ from typing import Any, Iterable, Mapping
 import structlog
 
 from controller.indexes import SbIndexes
-from controller.knobs import RateLimiter, get_knob, raw_value
+from controller.knobs import get_knob, raw_value
+from controller.vlog import RateLimiter
 
 log = structlog.get_logger("chassis")
-_rl_encap = RateLimiter(5.0, 1)
+_rl_encap = RateLimiter(per_minute=12, burst=1)
 
 FEATURE_FLAGS = ("port-up-notif", "ct-no-masked-label", "mac-binding-timestamp",
                  "ovn-ct-lb-related")
@@ -58,8 +59,7 @@ def chassis_config(ovs_row: Any, chassis_name: str, br_int: Any | None) -> Chass
     enc_type, _ = raw_value(ext, "ovn-encap-type", chassis_name)
     enc_ip, _ = raw_value(ext, "ovn-encap-ip", chassis_name)
     if not enc_type or not enc_ip:
-        if _rl_encap.allow():
-            log.info("Need to specify an encap type and ip")
+        log.info_rl(_rl_encap, "Need to specify an encap type and ip")
         return None
     types = tuple(dict.fromkeys(t.strip() for t in enc_type.split(",") if t.strip()))
     for t in types:

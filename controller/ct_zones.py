@@ -31,10 +31,10 @@ from typing import Any, Iterable, Mapping
 
 import structlog
 
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 
 log = structlog.get_logger("ct_zones")
-_rl_exhausted = RateLimiter(1.0, 1)
+_rl_exhausted = RateLimiter(per_minute=60, burst=1)
 
 MAX_CT_ZONES = 65535
 KEY_PREFIX = "ct-zone-"
@@ -106,8 +106,7 @@ class CtZones:
             while z <= hi and z in self.used:
                 z += 1
             if z > hi:
-                if _rl_exhausted.allow():
-                    log.warning("exhausted all ct zones")
+                log.warn_rl(_rl_exhausted, "exhausted all ct zones")
                 return False
         scan[0] = z + 1
         self.used.add(z)

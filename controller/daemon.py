@@ -45,12 +45,13 @@ from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentNodes, AgentState
 from controller import idl_fastpath
 from controller.if_status import IfStatusMgr
-from controller.knobs import Knobs, RateLimiter, chassis_name as resolve_chassis_name
+from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
 from controller.patch import Patches, StartupDelay
 from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
 from controller.unixctl import create_server
+from controller.vlog import RateLimiter
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.groups import GroupTable
 from ofctrl.meters import MeterTable, sb_meter_configs
@@ -62,7 +63,7 @@ log = structlog.get_logger("main")
 SIGNALS_READY = True
 # ovn_get_internal_version() of 23.03.1: package-SB schema-N_OVNACTS.minor.
 INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
-_rl_version = RateLimiter(1.0, 1)
+_rl_version = RateLimiter(per_minute=60, burst=1)
 
 
 def _ovs_rundir() -> str:
@@ -140,6 +141,9 @@ class Daemon:
         self.unixctl = None
         self._wake = False
         self.profile: Any = None
+        # OVN_CONTROLLER_PY_TIMELINE=FILE: one line per iteration (dev aid).
+        tl = os.environ.get("OVN_CONTROLLER_PY_TIMELINE")
+        self._timeline = open(tl, "a", buffering=1) if tl else None
         self._sb_loaded = False
         self._version_mismatch = False
         self._engine_ran = False
@@ -204,6 +208,19 @@ class Daemon:
 
     def ignore_startup_delay(self) -> None:
         self.startup.ignore = True
+
+    def _trace_iteration(self) -> None:
+        ls = self.loop_stats
+        assert self._timeline is not None
+        stages = " ".join(f"{k}={v:.0f}" for k, v in ls.stages_last.items())
+        recomputed = [f"{n.name}:{n.stats.recompute}" for n in self.engine.nodes
+                      if n.name in ("runtime_data", "lflow_output", "pflow_output")]
+        self._timeline.write(
+            f"t={time.monotonic() - ls.started:.3f} it={ls.last_ms:.0f}ms {stages} "
+            f"cpu={sum(os.times()[:2]):.2f} force={self.engine.force_recompute} "
+            f"ran={self._engine_ran} recomputed={','.join(recomputed)} "
+            f"sb_settled={self.sb.conditions_settled() if self.sb else None} "
+            f"gauges={ls.gauges}\n")
 
     def dump_profile(self) -> None:
         if self.profile is not None:
@@ -412,9 +429,8 @@ class Daemon:
             return False
         theirs = sbg.options.get("northd_internal_version", "")
         if theirs != INTERNAL_VERSION:
-            if _rl_version.allow():
-                log.warning(f"controller version - {INTERNAL_VERSION} mismatch with northd "
-                            f"version - {theirs}")
+            log.warn_rl(_rl_version, f"controller version - {INTERNAL_VERSION} mismatch with northd "
+                        f"version - {theirs}")
             self._version_mismatch = True
             return False
         if self._version_mismatch:
@@ -513,6 +529,8 @@ class Daemon:
         COVERAGE.run()
         self._wait(poller)
         ls.end()
+        if self._timeline is not None:
+            self._trace_iteration()
 
     def _run_engine(self, knobs: Knobs) -> None:
         st = self.st
@@ -614,7 +632,7 @@ class Daemon:
             self.loop_stats.gauges["flows_desired"] = len(lf) + len(pf)
             inst = len(sess.installed_lflows) + len(sess.installed_pflows)
             self.loop_stats.gauges["flows_installed"] = inst
-            inflight = len(getattr(sess, "_inflight", ()))
+            inflight = sess.in_flight()
             self.loop_stats.gauges["flows_in_flight"] = inflight
             if sess.can_put() and not inflight and sess.cur_cfg == self.seqno.get_req_cfg() \
                     and self.engine.run_count > 0 and not self.engine.force_recompute \

@@ -32,11 +32,11 @@ import ovs.db.idl
 import ovs.poller
 import structlog
 
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
 
 log = structlog.get_logger("ovsdb_idl")
-_rl_txn = RateLimiter(5.0, 3)
+_rl_txn = RateLimiter(per_minute=12, burst=3)
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
@@ -230,9 +230,8 @@ class IdlLoop:
         self.last_commit_status = status
         self.commit_failed = status not in (T.SUCCESS, T.UNCHANGED)
         if self.commit_failed and self.committing is not None and status != T.TRY_AGAIN:
-            if _rl_txn.allow():
-                log.warning(f"{self.name} transaction failed: {status} "
-                            f"{self.committing.get_error()}")
+            log.warn_rl(_rl_txn, f"{self.name} transaction failed: {status} "
+                        f"{self.committing.get_error()}")
         self.committing = None
 
     def commit(self) -> str | None:
@@ -251,8 +250,8 @@ class IdlLoop:
             self.committing = txn
         else:
             self._finish_commit(status)
-            if self.commit_failed and status != T.TRY_AGAIN and _rl_txn.allow():
-                log.warning(f"{self.name} transaction failed: {status} {txn.get_error()}")
+            if self.commit_failed and status != T.TRY_AGAIN:
+                log.warn_rl(_rl_txn, f"{self.name} transaction failed: {status} {txn.get_error()}")
         return status
 
     def wait(self, poller: ovs.poller.Poller) -> None:

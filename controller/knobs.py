@@ -13,37 +13,14 @@ default is used instead.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import structlog
 
+from controller.vlog import RateLimiter
+
 log = structlog.get_logger("knobs")
-
-
-class RateLimiter:
-    """Token bucket: at most ``burst`` events then one per ``interval`` s."""
-
-    __slots__ = ("interval", "burst", "_tokens", "_last", "dropped")
-
-    def __init__(self, interval: float = 5.0, burst: int = 5) -> None:
-        self.interval = interval
-        self.burst = burst
-        self._tokens = float(burst)
-        self._last = time.monotonic()
-        self.dropped = 0
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self._tokens = min(float(self.burst),
-                           self._tokens + (now - self._last) / self.interval)
-        self._last = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        self.dropped += 1
-        return False
 
 
 class KnobError(ValueError):
@@ -191,10 +168,9 @@ def get_knob(ext_ids: Mapping[str, str], key: str, chassis: str | None) -> Any:
     try:
         return knob.parse(raw)
     except (KnobError, ValueError) as e:
-        rl = _warned.setdefault((used, raw), RateLimiter(60.0, 1))
-        if rl.allow():
-            log.warning(f"invalid value {raw!r} for external_ids:{used} ({e}); using default",
-                        key=used)
+        rl = _warned.setdefault((used, raw), RateLimiter(per_minute=1, burst=1))
+        log.warn_rl(rl, f"invalid value {raw!r} for external_ids:{used} ({e}); using default",
+                    key=used)
         return knob.default
 
 

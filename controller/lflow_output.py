@@ -31,7 +31,7 @@ from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
 from controller.engine_nodes import AgentState
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 from controller.local_data import TrackedType, opt_first
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
@@ -43,7 +43,7 @@ from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
 log = structlog.get_logger("lflow")
-_rl_err = RateLimiter(5.0, 5)
+_rl_err = RateLimiter(per_minute=12, burst=5)
 
 Tables = Callable[[str], Mapping[Any, Any]]
 
@@ -394,8 +394,7 @@ class LflowOutput:
         for res in comp.compile_lflow_local(self.views.lflow(row)):
             if isinstance(res, LflowError):
                 self.n_errors += 1
-                if _rl_err.allow():
-                    log.warning(f"error compiling lflow {res.lflow_uuid}: {res.message}")
+                log.warn_rl(_rl_err, f"error compiling lflow {res.lflow_uuid}: {res.message}")
                 continue
             assert isinstance(res, CompiledLflow)
             res.install(table)

@@ -24,11 +24,11 @@ from typing import Any, Iterable
 import structlog
 
 from controller.indexes import SbIndexes, ref_uuid
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 
 log = structlog.get_logger("binding")
-_rl_deep = RateLimiter(1.0, 1)
-_rl_unknown = RateLimiter(60.0, 5)
+_rl_deep = RateLimiter(per_minute=60, burst=1)
+_rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 
 class LportType(enum.Enum):
@@ -69,8 +69,7 @@ def lport_type(pb: Any) -> LportType:
         return LportType.CONTAINER if opt_first(pb.parent_port) else LportType.VIF
     lt = _TYPE_BY_NAME.get(t)
     if lt is None:
-        if _rl_unknown.allow():
-            log.warning(f"Unknown port binding type {t} for lport {pb.logical_port}")
+        log.warn_rl(_rl_unknown, f"Unknown port binding type {t} for lport {pb.logical_port}")
         return LportType.UNKNOWN
     return lt
 
@@ -223,8 +222,7 @@ def add_local_datapath(idx: SbIndexes, dp: Any, chassis: Any,
     if tracked is not None:
         tracked.add_dp(dp, TrackedType.NEW)
     if depth >= 100:
-        if _rl_deep.allow():
-            log.warning("datapaths nested too deep")
+        log.warn_rl(_rl_deep, "datapaths nested too deep")
         return ld
     for pb in list(idx.pbs_on_datapath(dp.uuid)):
         if pb.type not in ("patch", "l3gateway"):

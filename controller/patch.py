@@ -21,11 +21,11 @@ from typing import Any, Iterable, Mapping
 import structlog
 
 from controller.indexes import SbIndexes
-from controller.knobs import RateLimiter
+from controller.vlog import RateLimiter
 from controller.local_data import LocalDatapath, opt_first
 
 log = structlog.get_logger("patch")
-_rl = RateLimiter(1.0, 5)
+_rl = RateLimiter(per_minute=60, burst=5)
 PATCH_KEYS = ("ovn-localnet-port", "ovn-l2gateway-port", "ovn-l3gateway-port",
               "ovn-logical-patch-port")
 
@@ -61,8 +61,7 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
     for net, brname in mappings:
         br = bridges_by_name.get(brname)
         if br is None:
-            if _rl.allow():
-                log.warning(f"Bridge '{brname}' not found for network '{net}'")
+            log.warn_rl(_rl, f"Bridge '{brname}' not found for network '{net}'")
             continue
         net_to_bridge[net] = br
     existing = {p.name: p for p in br_int.ports
@@ -82,16 +81,14 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
                     continue
             net = pb.options.get("network_name")
             if not net:
-                if _rl.allow():
-                    log.error(f"{pb.type} port '{pb.logical_port}' has no network name.")
+                log.err_rl(_rl, f"{pb.type} port '{pb.logical_port}' has no network name.")
                 continue
             br_ln = net_to_bridge.get(net)
             msg_key = f"{pb.logical_port};{net}"
             if br_ln is None:
                 if pb.type == "l2gateway":
-                    if _rl.allow():
-                        log.error(f"bridge not found for {pb.type} port '{pb.logical_port}' "
-                                  f"with network name '{net}'")
+                    log.err_rl(_rl, f"bridge not found for {pb.type} port '{pb.logical_port}' "
+                               f"with network name '{net}'")
                 elif msg_key not in missed:
                     log.info(f"bridge not found for {pb.type} port '{pb.logical_port}' with "
                              f"network name '{net}'; skipping")

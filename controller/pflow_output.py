@@ -27,26 +27,15 @@ from controller.local_data import TrackedType, opt_first
 from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
-_phys: Any = physical     # attribute access below works with both physical/ API shapes
-
-
-def _load_all(table: DesiredFlowTable, built: Any) -> None:
-    """Load ``physical.build_all`` output (``OwnedFlows`` groups, or the older
-    owner-tagged ``PhysFlow`` list)."""
-    if hasattr(_phys, "OwnedFlows"):
-        _phys.add_to_desired(table, built)
-    else:
-        import physical.to_ofctrl as conv
-        conv.add_to_desired(table, built)
+def _load_all(table: DesiredFlowTable, built: list[physical.OwnedFlows]) -> None:
+    """Load ``physical.build_all`` output (one ``OwnedFlows`` per builder call)."""
+    physical.add_to_desired(table, built)
 
 
 def add_to_desired(table: DesiredFlowTable, flows: Any, owner: Any = None) -> None:
     """Load the flows of one builder call under ``owner``."""
-    if hasattr(_phys, "OwnedFlows"):
-        _phys.add_to_desired(table, [_phys.OwnedFlows(owner, list(flows))])
-    else:
-        import physical.to_ofctrl as conv
-        conv.add_to_desired(table, flows)
+    physical.add_to_desired(table, [physical.OwnedFlows(owner, list(flows))])
+
 
 log = structlog.get_logger("physical")
 
