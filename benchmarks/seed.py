@@ -72,6 +72,8 @@ STABLE_S = 3.0
 KINDS = ("c", "py")
 # Engine nodes whose recompute is a "full recompute" of the flow pipeline.
 RECOMPUTE_NODES = ("runtime_data", "lflow_output", "pflow_output")
+INPUT_NODES = frozenset({"ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve",
+                         "activated_ports"})
 # Targets of issue 7 (ours / C unless noted).
 TARGETS = {"time_to_flows": 0.75, "agent_cpu_s": 0.75, "peak_rss_mib": 1.5,
            "time_to_flows_vs_floor": 1.3, "bind_agent_cpu_ms": 50.0}
@@ -124,6 +126,11 @@ def recompute_counts(box: Sandbox) -> dict[str, int]:
     return counts
 
 
+def _is_input_node(name: str) -> bool:
+    """Input nodes "recompute" on every engine run; only derived nodes matter."""
+    return name.startswith(("SB_", "OVS_")) or name in INPUT_NODES
+
+
 def full_recomputes(before: dict[str, int], after: dict[str, int]) -> int:
     return sum(after.get(n, 0) - before.get(n, 0) for n in RECOMPUTE_NODES)
 
@@ -143,22 +150,44 @@ def stopwatch(box: Sandbox, name: str) -> dict[str, float]:
     return out
 
 
-def long_poll_max_ms(box: Sandbox) -> float:
-    """Largest "Unreasonably long N ms poll interval" in the agent's log."""
-    daemon = box.daemons.get("controller")
-    if daemon is None:
-        return 0.0
+def agent_log(box: Sandbox, kind: str) -> Path:
+    name = "ovn-controller" if kind == "c" else "ovn-controller-py"
+    return box.run / f"{name}.log"
+
+
+def log_size(path: Path) -> int:
     try:
-        text = daemon.log.read_text(errors="replace")
+        return path.stat().st_size
     except OSError:
-        return 0.0
-    values = [float(v) for v in re.findall(r"Unreasonably long (\d+)ms poll interval", text)]
+        return 0
+
+
+def log_since(path: Path, offset: int) -> str:
+    """What the agent logged after `offset` (the log is appended across starts)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def long_poll_max_ms(log_text: str) -> float:
+    """Largest "Unreasonably long N ms poll interval" in a piece of agent log."""
+    values = [float(v) for v in re.findall(r"Unreasonably long (\d+)ms poll interval", log_text)]
     return max(values, default=0.0)
 
 
-def loop_figures(box: Sandbox, kind: str) -> dict[str, Any]:
+def recompute_reasons(log_text: str, limit: int = 20) -> list[str]:
+    """Log lines that mention a (forced) recompute, for the report."""
+    lines = [line.strip() for line in log_text.splitlines() if "ecompute" in line]
+    return [line[:300] for line in lines[:limit]]
+
+
+def loop_figures(box: Sandbox, kind: str, log_text: str) -> dict[str, Any]:
     gen = stopwatch(box, "flow-generation")
-    fig: dict[str, Any] = {"flow_generation": gen, "long_poll_max_ms": long_poll_max_ms(box)}
+    fig: dict[str, Any] = {"flow_generation": gen,
+                           "long_poll_max_ms": long_poll_max_ms(log_text)}
     if kind == "py":
         stats = json.loads(box.appctl("controller", "loop-stats", "--json"))
         fig.update(loop_iterations=stats["iterations"], loop_avg_ms=stats["avg_ms"],
@@ -205,6 +234,8 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
     time.sleep(1.0)
     vswitchd = box.daemons["vswitchd"].pid
     vs_cpu0 = proc_cpu_s(vswitchd)
+    log_path = agent_log(box, kind)
+    log_offset = log_size(log_path)
     t0 = time.monotonic()
     daemon = box.start_controller(kind)
     chassis_seen: float | None = None
@@ -248,7 +279,9 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
         "vswitchd_cpu_s": round(proc_cpu_s(vswitchd) - vs_cpu0, 3),
         "peak_rss_mib": round(proc_hwm_mib(daemon.pid), 1),
     }
-    result.update(loop_figures(box, kind))
+    log_text = log_since(log_path, log_offset)
+    result.update(loop_figures(box, kind, log_text))
+    result["recompute_log"] = recompute_reasons(log_text)
     return result
 
 
@@ -306,7 +339,8 @@ class OpMeter:
         wall = time.monotonic() - t0
         cpu = proc_cpu_s(self.pid) - cpu0
         rc1 = recompute_counts(self.box)
-        by_node = {n: rc1[n] - rc0.get(n, 0) for n in rc1 if rc1[n] != rc0.get(n, 0)}
+        by_node = {n: rc1[n] - rc0.get(n, 0) for n in rc1
+                   if rc1[n] != rc0.get(n, 0) and not _is_input_node(n)}
         return {"wall_ms": round(wall * 1000, 1), "agent_cpu_ms": round(cpu * 1000, 1),
                 "full_recomputes": full_recomputes(rc0, rc1), "recomputes_by_node": by_node,
                 **extra}
@@ -323,8 +357,10 @@ def timed_nbctl(box: Sandbox, *args: str) -> dict[str, Any]:
 def incremental(box: Sandbox, kind: str, ops: int, switch: str = "ls1") -> dict[str, Any]:
     """VIF bind/unbind and ACL add/del on `switch`, `ops` each."""
     box.stop_controller()
+    log_path = agent_log(box, kind)
     box.start_controller(kind)
     box.wait_hv_sync(timeout=600)
+    log_offset = log_size(log_path)
     box.appctl("controller", "inc-engine/clear-stats")
     box.appctl("controller", "stopwatch/reset")
     meter = OpMeter(box)
@@ -362,9 +398,14 @@ def incremental(box: Sandbox, kind: str, ops: int, switch: str = "ls1") -> dict[
             timed_nbctl, box, "acl-add", switch, "to-lport", "900", match, "drop")))
         acl_dels.append(meter.run(partial(
             timed_nbctl, box, "acl-del", switch, "to-lport", "900", match)))
-    result = {"agent": kind, "vif_bind": binds, "vif_unbind": unbinds,
+    result: dict[str, Any] = {"agent": kind, "vif_bind": binds, "vif_unbind": unbinds,
               "acl_add": acl_adds, "acl_del": acl_dels,
               "flow_generation": stopwatch(box, "flow-generation")}
+    log_text = log_since(log_path, log_offset)
+    result["long_poll_max_ms"] = long_poll_max_ms(log_text)
+    result["recompute_log"] = recompute_reasons(log_text)
+    if kind == "py":
+        result["loop_stats"] = json.loads(box.appctl("controller", "loop-stats", "--json"))
     box.stop_controller()
     return result
 
@@ -411,6 +452,7 @@ COMPARED = (
     ("ACL del: --wait=hv ms", "acl_del", "wait_hv_ms"),
     ("ACL del: agent CPU ms", "acl_del", "agent_cpu_ms"),
     ("ACL del: recomputes/op", "acl_del", "full_recomputes_per_op"),
+    ("incremental: max poll ms", "incr", "long_poll_max_ms"),
 )
 
 
@@ -433,6 +475,7 @@ def build_summary(cold: dict[str, list[dict[str, Any]]], inc: dict[str, dict[str
         figures: dict[str, Any] = {"cold": summarize_cold(cold.get(kind, []))}
         for op in ("vif_bind", "vif_unbind", "acl_add", "acl_del"):
             figures[op] = summarize_ops(inc.get(kind, {}).get(op, []))
+        figures["incr"] = {"long_poll_max_ms": inc.get(kind, {}).get("long_poll_max_ms")}
         per_agent[kind] = figures
     rows = []
     for label, section, key in COMPARED:
@@ -499,21 +542,23 @@ def draw_chart(summary: dict[str, Any], n: int, path: Path, title_note: str) -> 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     rows = [r for r in summary["rows"] if r["ratio"] is not None]
     fl = summary["ovs_floor"]
-    labels = [r["metric"] for r in rows]
+    labels = [f"{r['metric']} (C {_fmt(r['c'])}, ours {_fmt(r['py'])})" for r in rows]
     values = [r["ratio"] for r in rows]
     if fl.get("py_over_floor") is not None:
-        labels.append("time to flows / OVS floor")
+        labels.append(f"ours time to flows / OVS floor ({_fmt(fl['seconds'])} s)")
         values.append(fl["py_over_floor"])
-    fig, ax = plt.subplots(figsize=(10, 0.42 * len(labels) + 1.6))
+    fig, ax = plt.subplots(figsize=(12, 0.42 * len(labels) + 1.6))
     colors = ["tab:green" if v <= 1.0 else "tab:red" for v in values]
     ypos = list(range(len(labels)))[::-1]
     ax.barh(ypos, values, color=colors)
     ax.set_yticks(ypos, labels)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     for y, v in zip(ypos, values):
         ax.text(v, y, f" {v:.2f}x", va="center", fontsize=8)
     ax.set_xlabel("ours / C (log scale; < 1 = ours better)")
@@ -529,6 +574,7 @@ def draw_chart(summary: dict[str, Any], n: int, path: Path, title_note: str) -> 
 def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         skip_incremental: bool = False) -> dict[str, Any]:
     started = time.time()
+    load_start = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-"))
     if snapshot is None:
         files = build_snapshot(n, work / "snapshot")
@@ -574,7 +620,8 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "duration_s": round(time.time() - started, 1),
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                 "kernel": platform.release()},
+                 "kernel": platform.release(), "loadavg_start": load_start,
+                 "loadavg_end": os.getloadavg()},
         "method": ("cold: restart mode, northd off, snapshot replay; incremental: same "
                    "sandbox with northd started after the replay"),
         "reference_c_seed500": REFERENCE_C_SEED500,
@@ -590,6 +637,19 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
     return result
 
 
+def redraw(path: Path) -> None:
+    """Summary, table and chart again from a results file's raw runs."""
+    result = json.loads(path.read_text())
+    summary = build_summary(result["cold_runs"], result["incremental"],
+                            result["summary"]["ovs_floor"]["runs"])
+    result["summary"] = summary
+    result["table"] = print_table(summary, result["n"])
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    draw_chart(summary, result["n"], path.with_suffix(".png"),
+               f"({result['reps']} reps, {result['ops']} ops)")
+    print(f"rewrote {path} and {path.with_suffix('.png')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks",
                                      description=__doc__.split("\n\n")[0] if __doc__ else "")
@@ -601,7 +661,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot", type=Path, default=None,
                         help="directory with nb.db, sb.db, conf.db of an earlier build")
     parser.add_argument("--no-incremental", action="store_true")
+    parser.add_argument("--redraw", type=Path, default=None, metavar="JSON",
+                        help="only print the table and redraw the chart of a results file")
     args = parser.parse_args(argv)
+    if args.redraw is not None:
+        redraw(args.redraw)
+        return 0
     n = args.n if args.n is not None else (100 if args.quick else 500)
     tag = "quick" if args.quick else ""
     try:
