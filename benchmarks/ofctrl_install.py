@@ -15,19 +15,14 @@ Usage: .venv/bin/python -m benchmarks.ofctrl_install [--limit N] [--flows FILE]
 from __future__ import annotations
 
 import argparse
-import gzip
-import os
-import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import ovs.poller
 
+from integration.flow_corpus import REF, flow_texts, port_numbers
+from integration.ofswitch import Vswitchd
 from ofctrl import messages as m
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
@@ -35,69 +30,17 @@ from ofctrl.match import Match
 from ofctrl.ofpacts import parse_actions
 from ofctrl.session import S_UPDATE_FLOWS, OfctrlSession
 
-SEED = Path("/work/shared/reference-data/seed-500")
-_LINE = re.compile(r"^\s*(?:cookie=(0x[0-9a-f]+), )?(?:table=(\d+), )?priority=(\d+),?(.*?) actions=(.*)$")
-
-
-def port_numbers(ports_txt: Path) -> dict[str, int]:
-    out = {}
-    for line in ports_txt.read_text().splitlines():
-        mm = re.match(r"^\s*(\d+)\((.+?)\):", line)
-        if mm:
-            out[mm.group(2)] = int(mm.group(1))
-    return out
+SEED_TOPOLOGY = "seed-500"
 
 
 def load_flows(path: Path, ports: dict[str, int], limit: int | None) -> list[Flow]:
-    opener = gzip.open if path.suffix == ".gz" else open
     flows = []
-    with opener(path, "rt") as fh:  # type: ignore[operator]
-        for line in fh:
-            mm = _LINE.match(line)
-            if not mm:
-                continue
-            cookie, table, prio, match, acts = mm.groups()
-            flows.append(Flow(int(table or 0), int(prio), Match.parse(match, ports), parse_actions(acts, ports),
-                              int(cookie, 16) if cookie else 0))
-            if limit and len(flows) >= limit:
-                break
+    for ft in flow_texts(path):
+        flows.append(Flow(ft.table, ft.priority, Match.parse(ft.match, ports),
+                          parse_actions(ft.actions, ports), ft.cookie))
+        if limit and len(flows) >= limit:
+            break
     return flows
-
-
-class Vswitchd:
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="ofctrl-bench-"))
-        r = str(self.dir)
-        self.env = dict(os.environ, OVS_RUNDIR=r, OVS_DBDIR=r, OVS_LOGDIR=r, OVS_SYSCONFDIR=r)
-        self.pids: list[int] = []
-        self.sh("ovsdb-tool", "create", r + "/conf.db", "/usr/share/openvswitch/vswitch.ovsschema")
-        self.sh("ovsdb-server", "--detach", "--no-chdir", "--pidfile=%s/ovsdb-server.pid" % r, "-vconsole:off",
-                "--log-file=%s/ovsdb-server.log" % r, "--remote=punix:%s/db.sock" % r, r + "/conf.db")
-        self.pids.append(int((self.dir / "ovsdb-server.pid").read_text()))
-        self.sh("ovs-vsctl", "--no-wait", "init")
-        self.sh("ovs-vswitchd", "--detach", "--no-chdir", "--pidfile=%s/ovs-vswitchd.pid" % r, "-vconsole:off",
-                "--log-file=%s/ovs-vswitchd.log" % r, "--enable-dummy=override", "--disable-system",
-                "--disable-system-route", "unix:%s/db.sock" % r)
-        self.pids.append(int((self.dir / "ovs-vswitchd.pid").read_text()))
-        self.sh("ovs-vsctl", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=dummy",
-                "fail_mode=secure", "protocols=OpenFlow15", "other-config:disable-in-band=true")
-        self.target = "unix:%s/br-int.mgmt" % r
-
-    def sh(self, *args: str) -> str:
-        return subprocess.run(args, env=self.env, check=True, capture_output=True, text=True, timeout=600).stdout
-
-    def flow_count(self) -> int:
-        mm = re.search(r"flow_count=(\d+)", self.sh("ovs-ofctl", "-O", "OpenFlow15", "dump-aggregate", "br-int"))
-        return int(mm.group(1)) if mm else -1
-
-    def stop(self) -> None:
-        for pid in reversed(self.pids):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def flow_text(f: Flow) -> str:
@@ -164,29 +107,29 @@ def bench_session(vsd: Vswitchd, flows: list[Flow]) -> tuple[float, float, int, 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--flows", default=str(SEED / "flows.raw.txt.gz"))
+    ap.add_argument("--flows", default=str(REF / SEED_TOPOLOGY / "flows.raw.txt.gz"))
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    flows = load_flows(Path(args.flows), port_numbers(SEED / "ports.txt"), args.limit)
+    flows = load_flows(Path(args.flows), port_numbers(SEED_TOPOLOGY), args.limit)
     print("parsed %d flows in %.1f s (not part of the measurement)" % (len(flows), time.perf_counter() - t0))
 
     enc = bench_encode(flows)
     print("encode (Flow.wire + bundle_flow_mod): %.2f s  %9.0f flow-mods/s" % (enc, len(flows) / enc))
 
-    vsd = Vswitchd()
+    vsd = Vswitchd(prefix="ofctrl-bench-", timeout=600)
     try:
         dt, cpu, nerr, dt_inc, n = bench_session(vsd, flows)
         print("ofctrl session, empty -> installed + barrier ack: %.2f s wall (%.2f s CPU)  %9.0f flows/s"
               "  [switch had %d flows, %d errors]" % (dt, cpu, len(flows) / dt, n, nerr))
         print("ofctrl session, 1000 flows changed (tracked put) -> barrier ack: %.3f s" % dt_inc)
 
-        vsd.sh("ovs-ofctl", "-O", "OpenFlow15", "del-flows", "br-int")
-        ref = vsd.dir / "flows.txt"
+        vsd.ofctl("del-flows", "br-int")
+        ref = vsd.run_dir / "flows.txt"
         ref.write_text("".join(flow_text(f) + "\n" for f in flows))
         t1 = time.perf_counter()
-        vsd.sh("ovs-ofctl", "-O", "OpenFlow15", "--bundle", "add-flows", "br-int", str(ref))
+        vsd.ofctl("--bundle", "add-flows", "br-int", str(ref))
         dt2 = time.perf_counter() - t1
         n2 = vsd.flow_count()
         print("reference ovs-ofctl --bundle add-flows: %.2f s  %9.0f flows/s  [switch has %d flows]"

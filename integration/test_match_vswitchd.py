@@ -10,30 +10,21 @@ installed (reference dumps) plus hand-written edge cases.
 
 from __future__ import annotations
 
-import gzip
-import os
 import random
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from integration.flow_corpus import REF, distinct_matches, port_numbers
+from integration.ofswitch import (
+    OFPMP_FLOW_DESC, OFPT_MULTIPART_REPLY, OFPT_MULTIPART_REQUEST, RawOpenFlow, Vswitchd,
+    flow_mod, of_msg, send_flow_mods)
 from ofctrl.match import Match
 
 pytestmark = pytest.mark.integration
-
-REF = Path("/work/shared/reference-data")
-OFP_VERSION = 6
-OFPT_HELLO, OFPT_ERROR, OFPT_ECHO_REQUEST, OFPT_ECHO_REPLY = 0, 1, 2, 3
-OFPT_FLOW_MOD, OFPT_BARRIER_REQUEST, OFPT_BARRIER_REPLY = 14, 20, 21
-OFPT_MULTIPART_REQUEST, OFPT_MULTIPART_REPLY, OFPMP_FLOW_DESC = 18, 19, 1
 
 EDGE_CASES = [
     "vlan_tci=0x0000/0x1000", "dl_vlan=0", "dl_vlan=5,dl_vlan_pcp=3",
@@ -231,165 +222,37 @@ def random_matches(n: int, seed: int = 20230301) -> list[Match]:
     return out
 
 
-def _distinct_matches(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    out = set()
-    with opener(path, "rt") as fh:  # type: ignore[operator]
-        for line in fh:
-            if " actions=" in line:
-                head = line.strip().split(" actions=")[0].split(", ")[-1]
-                out.add(re.sub(r"^priority=\d+,?", "", head))
-    return sorted(out)
-
-
-def _port_numbers(topology: str) -> dict[str, int]:
-    ports = {}
-    for line in (REF / topology / "ports.txt").read_text().splitlines():
-        m = re.match(r"\s*(\d+)\(([^)]*)\):", line)
-        if m:
-            ports[m.group(2)] = int(m.group(1))
-    return ports
-
-
 def _sample() -> list[Match]:
     matches: list[Match] = []
-    rich_ports = _port_numbers("rich")
-    matches += [Match.parse(t, rich_ports) for t in _distinct_matches(REF / "rich/flows.raw.txt")]
-    seed = _distinct_matches(REF / "seed-500/flows.raw.txt.gz")
-    seed_ports = _port_numbers("seed-500")
+    rich_ports = port_numbers("rich")
+    matches += [Match.parse(t, rich_ports) for t in distinct_matches(REF / "rich/flows.raw.txt")]
+    seed = distinct_matches(REF / "seed-500/flows.raw.txt.gz")
+    seed_ports = port_numbers("seed-500")
     matches += [Match.parse(t, seed_ports) for t in seed[:: max(1, len(seed) // 400)]]
     matches += [Match.parse(t) for t in EDGE_CASES]
     matches += [Match(items) for items in EDGE_ITEMS]
     return list(dict.fromkeys(matches))
 
 
-class _Daemons:
-    def __init__(self, run: Path) -> None:
-        self.run = run
-        self.pids: list[int] = []
-        self.env = dict(os.environ, OVS_RUNDIR=str(run), OVS_LOGDIR=str(run),
-                        OVS_DBDIR=str(run), OVS_SYSCONFDIR=str(run))
-
-    def sh(self, *args: str) -> str:
-        return subprocess.run(args, env=self.env, capture_output=True, text=True,
-                              check=True, timeout=60).stdout
-
-    def start(self) -> None:
-        r = self.run
-        self.sh("ovsdb-tool", "create", f"{r}/conf.db",
-                "/usr/share/openvswitch/vswitch.ovsschema")
-        self.sh("ovsdb-server", "--detach", "--no-chdir", f"--pidfile={r}/ovsdb-server.pid",
-                f"--unixctl={r}/ovsdb-server.ctl", "-vconsole:off",
-                f"--log-file={r}/ovsdb-server.log", f"--remote=punix:{r}/db.sock",
-                f"{r}/conf.db")
-        self.pids.append(int((r / "ovsdb-server.pid").read_text()))
-        db = f"--db=unix:{r}/db.sock"
-        self.sh("ovs-vsctl", db, "--no-wait", "init")
-        self.sh("ovs-vswitchd", "--detach", "--no-chdir", f"--pidfile={r}/ovs-vswitchd.pid",
-                f"--unixctl={r}/ovs-vswitchd.ctl", "-vconsole:off",
-                f"--log-file={r}/ovs-vswitchd.log", "--enable-dummy=override",
-                "--disable-system", "--disable-system-route", f"unix:{r}/db.sock")
-        self.pids.append(int((r / "ovs-vswitchd.pid").read_text()))
-        self.sh("ovs-vsctl", db, "--timeout=30", "add-br", "br0", "--", "set", "bridge",
-                "br0", "datapath_type=dummy", "fail_mode=secure",
-                "protocols=OpenFlow15", "other-config:disable-in-band=true")
-        mgmt = r / "br0.mgmt"
-        deadline = time.monotonic() + 30
-        while not mgmt.exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError("br0.mgmt never appeared")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        for pid in reversed(self.pids):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for pid in self.pids:
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
-def vswitchd() -> Iterator[_Daemons]:
+def vswitchd() -> Iterator[Vswitchd]:
     if shutil.which("ovs-vswitchd") is None:
         pytest.fail("ovs-vswitchd is required for integration tests")
-    run = Path(tempfile.mkdtemp(prefix="match-vswitchd-"))
-    daemons = _Daemons(run)
-    try:
-        daemons.start()
+    with Vswitchd(bridge="br0", prefix="match-vswitchd-", timeout=60) as daemons:
         yield daemons
-    finally:
-        daemons.stop()
-        shutil.rmtree(run, ignore_errors=True)
-
-
-def _msg(mtype: int, xid: int, body: bytes = b"") -> bytes:
-    return bytes([OFP_VERSION, mtype]) + (8 + len(body)).to_bytes(2, "big") + \
-        xid.to_bytes(4, "big") + body
-
-
-def _flow_mod(xid: int, cookie: int, match: Match, priority: int = 100) -> bytes:
-    body = (cookie.to_bytes(8, "big") + bytes(8)        # cookie, cookie_mask
-            + bytes([0, 0])                            # table 0, OFPFC_ADD
-            + bytes(4)                                 # idle/hard timeouts
-            + priority.to_bytes(2, "big")              # priority
-            + (0xFFFFFFFF).to_bytes(4, "big") * 3      # buffer, out_port, out_group
-            + bytes(4)                                 # flags, importance
-            + match.encode())
-    return _msg(OFPT_FLOW_MOD, xid, body)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("switch closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
-def _recv(sock: socket.socket) -> tuple[int, int, bytes]:
-    hdr = _recv_exact(sock, 8)
-    length = int.from_bytes(hdr[2:4], "big")
-    return hdr[1], int.from_bytes(hdr[4:8], "big"), _recv_exact(sock, length - 8)
 
 
 def _install(mgmt: Path, matches: list[Match], cookie_base: int = 0,
              priority: int = 100) -> dict[int, bytes]:
     """Send every match as a flow_mod (cookie = cookie_base + index + 1);
     return the OFPT_ERROR bodies by xid (100 + index)."""
-    errors: dict[int, bytes] = {}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(mgmt))
-        bitmap = (1 << OFP_VERSION).to_bytes(4, "big")
-        sock.sendall(_msg(OFPT_HELLO, 1, b"\x00\x01\x00\x08" + bitmap))
-        mtype, _, _ = _recv(sock)
-        assert mtype == OFPT_HELLO
-        batch = b"".join(_flow_mod(100 + i, cookie_base + i + 1, m, priority)
-                         for i, m in enumerate(matches))
-        sock.sendall(batch + _msg(OFPT_BARRIER_REQUEST, 99))
-        while True:
-            mtype, xid, body = _recv(sock)
-            if mtype == OFPT_ERROR:
-                errors[xid] = body
-            elif mtype == OFPT_ECHO_REQUEST:
-                sock.sendall(_msg(OFPT_ECHO_REPLY, xid, body))
-            elif mtype == OFPT_BARRIER_REPLY and xid == 99:
-                return errors
+    return send_flow_mods(mgmt, (flow_mod(100 + i, cookie_base + i + 1, priority, m.encode())
+                                 for i, m in enumerate(matches)))
 
 
-def _dump(vswitchd: _Daemons) -> dict[int, str]:
+def _dump(vswitchd: Vswitchd) -> dict[int, str]:
     """Match text of every flow on br0 by cookie, as ovs-ofctl prints it."""
-    dump = vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "--no-stats", "dump-flows",
-                       f"unix:{vswitchd.run / 'br0.mgmt'}")
+    dump = vswitchd.ofctl("--no-stats", "dump-flows", vswitchd.target)
     printed: dict[int, str] = {}
     for line in dump.splitlines():
         m = re.match(r"\s*cookie=0x([0-9a-f]+), (?:table=0, )?priority=100(?:,(\S*))? actions=",
@@ -406,17 +269,10 @@ def _flow_desc_matches(mgmt: Path) -> dict[int, bytes]:
                + b"\xff" + bytes(3) + (0xFFFFFFFF).to_bytes(4, "big") * 2 + bytes(4)
                + bytes(16) + b"\x00\x01\x00\x04" + bytes(4))
     out: dict[int, bytes] = {}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(mgmt))
-        sock.sendall(_msg(OFPT_HELLO, 1, b"\x00\x01\x00\x08" + (1 << OFP_VERSION).to_bytes(4, "big")))
-        assert _recv(sock)[0] == OFPT_HELLO
-        sock.sendall(_msg(OFPT_MULTIPART_REQUEST, 7, request))
+    with RawOpenFlow(mgmt) as conn:
+        conn.send(of_msg(OFPT_MULTIPART_REQUEST, 7, request))
         while True:
-            mtype, xid, body = _recv(sock)
-            if mtype == OFPT_ECHO_REQUEST:
-                sock.sendall(_msg(OFPT_ECHO_REPLY, xid, body))
-                continue
+            mtype, xid, body = conn.recv()
             assert mtype == OFPT_MULTIPART_REPLY and xid == 7, (mtype, body[:16].hex())
             more = int.from_bytes(body[2:4], "big") & 1
             ofs = 8
@@ -430,10 +286,10 @@ def _flow_desc_matches(mgmt: Path) -> dict[int, bytes]:
                 return out
 
 
-def test_vswitchd_prints_our_matches(vswitchd: _Daemons) -> None:
+def test_vswitchd_prints_our_matches(vswitchd: Vswitchd) -> None:
     matches = _sample()
     assert len(matches) > 500
-    mgmt = vswitchd.run / "br0.mgmt"
+    mgmt = vswitchd.mgmt
     errors = _install(mgmt, matches)
     rejected = {matches[xid - 100].to_string(): body.hex() for xid, body in errors.items()}
     assert rejected == {}
@@ -451,7 +307,7 @@ def test_vswitchd_prints_our_matches(vswitchd: _Daemons) -> None:
     assert all(Match.decode(wire[i + 1]) == m for i, m in enumerate(matches))
 
 
-def test_vswitchd_prints_random_matches(vswitchd: _Daemons) -> None:
+def test_vswitchd_prints_random_matches(vswitchd: Vswitchd) -> None:
     """Random prerequisite-satisfying matches over every field family: OVS
     accepts them and prints exactly to_string(); the text parses back."""
     matches = list(dict.fromkeys(random_matches(1500)))
@@ -461,24 +317,23 @@ def test_vswitchd_prints_random_matches(vswitchd: _Daemons) -> None:
         assert Match.parse(m.to_string()).to_string() == m.to_string()
     # Fresh cookies; the first test's flows stay but have other cookies.
     base = 1 << 32
-    errors = _install(vswitchd.run / "br0.mgmt", matches, base)
+    errors = _install(vswitchd.mgmt, matches, base)
     rejected = {matches[xid - 100].to_string(): body.hex() for xid, body in errors.items()}
     assert rejected == {}
     printed = _dump(vswitchd)
     mismatches = [(m.to_string(), printed.get(base + i + 1)) for i, m in enumerate(matches)
                   if printed.get(base + i + 1) != m.to_string()]
     assert mismatches == []
-    wire = _flow_desc_matches(vswitchd.run / "br0.mgmt")
+    wire = _flow_desc_matches(vswitchd.mgmt)
     differ = [(m.to_string(), wire.get(base + i + 1, b"").hex(), m.encode().hex())
               for i, m in enumerate(matches) if wire.get(base + i + 1) != m.encode()]
     assert differ == []
 
 
-def test_vswitchd_tunnel_metadata(vswitchd: _Daemons) -> None:
+def test_vswitchd_tunnel_metadata(vswitchd: Vswitchd) -> None:
     """tun_metadata0 mapped to a 4-byte Geneve option, as OVN maps it."""
-    mgmt = f"unix:{vswitchd.run / 'br0.mgmt'}"
-    vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "add-tlv-map", mgmt,
-                "{class=0x102,type=0x80,len=4}->tun_metadata0")
+    vswitchd.ofctl("add-tlv-map", vswitchd.target,
+                   "{class=0x102,type=0x80,len=4}->tun_metadata0")
     matches = [Match([("tun_metadata0", 0x12345, None)]),
                Match([("tun_metadata0", 0x5, 0xFF), ("reg14", 1, None)]),
                Match([("tun_metadata0", 0x500, 0xFF00), ("reg14", 2, None)]),
@@ -486,29 +341,29 @@ def test_vswitchd_tunnel_metadata(vswitchd: _Daemons) -> None:
                Match([("tun_metadata0", 0x12345670, 0xFFFFFFF0)]),
                Match([("tun_metadata0", 0x80000000, 0x80000000), ("metadata", 3, None)])]
     base = 1 << 48
-    assert _install(vswitchd.run / "br0.mgmt", matches, base, priority=300) == {}
+    assert _install(vswitchd.mgmt, matches, base, priority=300) == {}
     printed = {}
-    dump = vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "--no-stats", "dump-flows", mgmt)
+    dump = vswitchd.ofctl("--no-stats", "dump-flows", vswitchd.target)
     for line in dump.splitlines():
         m = re.match(r"\s*cookie=0x([0-9a-f]+), priority=300,(\S*) actions=", line)
         if m:
             printed[int(m.group(1), 16) - base] = m.group(2)
     assert printed == {i + 1: m.to_string() for i, m in enumerate(matches)}
-    wire = _flow_desc_matches(vswitchd.run / "br0.mgmt")
+    wire = _flow_desc_matches(vswitchd.mgmt)
     assert [wire[base + i + 1] for i in range(len(matches))] == [m.encode() for m in matches]
 
 
-def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: _Daemons) -> None:
+def test_vswitchd_rejects_what_prereq_errors_flags(vswitchd: Vswitchd) -> None:
     matches = [Match(items) for items in INVALID]
     assert all(m.prereq_errors() for m in matches)
-    errors = _install(vswitchd.run / "br0.mgmt", matches)
+    errors = _install(vswitchd.mgmt, matches)
     assert sorted(errors) == [100 + i for i in range(len(matches))]
     for body in errors.values():
         # ofp_error_msg: type OFPET_BAD_MATCH (4), code OFPBMC_BAD_PREREQ (9)
         assert body[:4] == b"\x00\x04\x00\x09", body.hex()
 
 
-def test_vswitchd_rule_identity_follows_match_equality(vswitchd: _Daemons) -> None:
+def test_vswitchd_rule_identity_follows_match_equality(vswitchd: Vswitchd) -> None:
     """Two flow_mods land in one OVS rule exactly when their Matches are equal
     (20-bit ipv6_label mask == exact; 12-bit tcp_flags mask != exact)."""
     tcp: list[tuple[str, int, int | None]] = [("eth_type", 0x0800, None), ("nw_proto", 6, None)]
@@ -521,9 +376,8 @@ def test_vswitchd_rule_identity_follows_match_equality(vswitchd: _Daemons) -> No
         (Match([("reg2", 5, None)]), Match([("reg2", 5, 0xFFFF)])),
     ]
     flat = [m for pair in pairs for m in pair]
-    assert _install(vswitchd.run / "br0.mgmt", flat, 1 << 40, priority=200) == {}
-    dump = vswitchd.sh("ovs-ofctl", "-O", "OpenFlow15", "--no-stats", "dump-flows",
-                       f"unix:{vswitchd.run / 'br0.mgmt'}")
+    assert _install(vswitchd.mgmt, flat, 1 << 40, priority=200) == {}
+    dump = vswitchd.ofctl("--no-stats", "dump-flows", vswitchd.target)
     cookies = {int(c, 16) - (1 << 40) for c in
                re.findall(r"cookie=0x([0-9a-f]+), priority=200[, ]", dump)}
     for i, (a, b) in enumerate(pairs):

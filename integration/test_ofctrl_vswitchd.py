@@ -9,20 +9,16 @@ rest installs.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import signal
 import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import ovs.poller
 import pytest
 
+from integration.ofswitch import Vswitchd
 from ofctrl import messages as m
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
@@ -36,88 +32,10 @@ pytestmark = [
 ]
 
 
-class Vswitchd:
-    """ovsdb-server + ovs-vswitchd --enable-dummy=override with br-int."""
-
-    def __init__(self) -> None:
-        self.run_dir = Path(tempfile.mkdtemp(prefix="ofctrl-it-"))
-        r = str(self.run_dir)
-        self.env = dict(os.environ, OVS_RUNDIR=r, OVS_DBDIR=r, OVS_LOGDIR=r, OVS_SYSCONFDIR=r)
-        self.pids: dict[str, int] = {}
-        self._sh("ovsdb-tool", "create", r + "/conf.db", "/usr/share/openvswitch/vswitch.ovsschema")
-        self._sh("ovsdb-server", "--detach", "--no-chdir", "--pidfile=%s/ovsdb-server.pid" % r, "-vconsole:off",
-                 "--log-file=%s/ovsdb-server.log" % r, "--remote=punix:%s/db.sock" % r, r + "/conf.db")
-        self.pids["ovsdb"] = self._pid("ovsdb-server")
-        self._sh("ovs-vsctl", "--no-wait", "init")
-        self.start_vswitchd()
-        self._sh("ovs-vsctl", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=dummy",
-                 "fail_mode=secure", "protocols=OpenFlow15", "other-config:disable-in-band=true")
-        self.target = "unix:%s/br-int.mgmt" % r
-
-    def _sh(self, *args: str) -> str:
-        return subprocess.run(args, env=self.env, check=True, capture_output=True, text=True, timeout=120).stdout
-
-    def _pid(self, name: str) -> int:
-        return int((self.run_dir / (name + ".pid")).read_text().strip())
-
-    def start_vswitchd(self) -> None:
-        r = str(self.run_dir)
-        self._sh("ovs-vswitchd", "--detach", "--no-chdir", "--pidfile=%s/ovs-vswitchd.pid" % r, "-vconsole:off",
-                 "--log-file=%s/ovs-vswitchd.log" % r, "--enable-dummy=override", "--disable-system",
-                 "--disable-system-route", "unix:%s/db.sock" % r)
-        self.pids["vswitchd"] = self._pid("ovs-vswitchd")
-        for _ in range(200):
-            if (self.run_dir / "br-int.mgmt").exists() or "vswitchd_restart" not in self.pids:
-                break
-            time.sleep(0.05)
-
-    def kill_vswitchd(self) -> None:
-        pid = self.pids.pop("vswitchd")
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.02)
-        (self.run_dir / "br-int.mgmt").unlink(missing_ok=True)
-        self.pids["vswitchd_restart"] = 0
-
-    def ofctl(self, *args: str) -> str:
-        return self._sh("ovs-ofctl", "-O", "OpenFlow15", *args)
-
-    def dump(self) -> set[str]:
-        out = set()
-        for line in self.ofctl("dump-flows", "br-int", "--no-stats").splitlines():
-            line = line.strip()
-            if line and not line.startswith("OFPST") and not line.startswith("NXST"):
-                out.add(line)
-        return out
-
-    def flow_count(self) -> int:
-        mm = re.search(r"flow_count=(\d+)", self.ofctl("dump-aggregate", "br-int"))
-        assert mm
-        return int(mm.group(1))
-
-    def stop(self) -> None:
-        for name in ("vswitchd", "ovsdb"):
-            pid = self.pids.pop(name, None)
-            if pid:
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        time.sleep(0.1)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
-
-
 @pytest.fixture
 def vsd() -> Iterator[Vswitchd]:
-    v = Vswitchd()
-    try:
+    with Vswitchd(prefix="ofctrl-it-") as v:
         yield v
-    finally:
-        v.stop()
 
 
 def text_of(f: Flow) -> str:

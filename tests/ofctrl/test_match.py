@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import subprocess
@@ -11,40 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from integration.flow_corpus import REF, distinct_matches, port_numbers
 from ofctrl.match import Match, MatchError
 
-REF = Path("/work/shared/reference-data")
 VECTORS = Path("/work/shared/ovn-at-vectors/expr-to-flows.json")
-
-
-def _port_numbers(topology: str) -> dict[str, int]:
-    ports = {}
-    for line in (REF / topology / "ports.txt").read_text().splitlines():
-        m = re.match(r"\s*(\d+)\(([^)]*)\):", line)
-        if m:
-            ports[m.group(2)] = int(m.group(1))
-    return ports
-
-
-def _distinct_matches(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    out = set()
-    with opener(path, "rt") as fh:  # type: ignore[operator]
-        for line in fh:
-            if " actions=" not in line:
-                continue
-            head = line.strip().split(" actions=")[0].split(", ")[-1]
-            out.add(re.sub(r"^priority=\d+,?", "", head))
-    return sorted(out)
 
 
 @lru_cache(maxsize=None)
 def corpus() -> tuple[tuple[str, dict[str, int], tuple[str, ...]], ...]:
     """(topology, port map, distinct match texts) of the real agent's dumps."""
     return (
-        ("rich", _port_numbers("rich"), tuple(_distinct_matches(REF / "rich/flows.raw.txt"))),
-        ("seed-500", _port_numbers("seed-500"),
-         tuple(_distinct_matches(REF / "seed-500/flows.raw.txt.gz"))),
+        ("rich", port_numbers("rich"), tuple(distinct_matches(REF / "rich/flows.raw.txt"))),
+        ("seed-500", port_numbers("seed-500"),
+         tuple(distinct_matches(REF / "seed-500/flows.raw.txt.gz"))),
     )
 
 

@@ -5,35 +5,15 @@ encode -> decode unchanged."""
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections import Counter
-from pathlib import Path
-from typing import Iterable
 
 import pytest
 
+from integration.flow_corpus import REF, action_texts, port_numbers
 from ofctrl.ofpacts import decode_actions, encode_actions, format_actions, parse_actions
 
-REF = Path("/work/shared/reference-data")
 _OUTPUT_NAME = re.compile(r'output:("(?:[^"\\]|\\.)*"|[A-Za-z][A-Za-z0-9]*)(?=,|\)|$)')
-
-
-def port_numbers(topology: str) -> dict[str, int]:
-    ports = {}
-    for line in (REF / topology / "ports.txt").read_text().splitlines():
-        m = re.match(r"\s*(\d+)\(([^)]*)\):", line)
-        if m:
-            ports[m.group(2)] = int(m.group(1))
-    return ports
-
-
-def action_texts(path: Path) -> Iterable[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as fh:  # type: ignore[operator]
-        for line in fh:
-            if " actions=" in line:
-                yield line.rstrip("\n").split(" actions=", 1)[1]
 
 
 def check_corpus(topology: str, filename: str) -> tuple[int, Counter[str]]:
