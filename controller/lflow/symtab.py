@@ -40,28 +40,6 @@ WR_ALL = 0xFFFFFFFF
 # OVN-only fields (set by actions, never matched): name -> width.
 OVN_FIELDS = {"icmp4.frag_mtu": 16, "icmp6.frag_mtu": 32}
 
-# Names OVS prints under OpenFlow 1.5 for fields that have a standard OXM
-# (nx_format_field_name() prefers the OXM header for OF1.5).
-_OF15_NAMES = {
-    "eth_src": "OXM_OF_ETH_SRC", "eth_dst": "OXM_OF_ETH_DST",
-    "eth_type": "OXM_OF_ETH_TYPE", "nw_proto": "OXM_OF_IP_PROTO",
-    "ip_dscp": "OXM_OF_IP_DSCP", "nw_ecn": "OXM_OF_IP_ECN",
-    "ip_src": "OXM_OF_IPV4_SRC", "ip_dst": "OXM_OF_IPV4_DST",
-    "ipv6_src": "OXM_OF_IPV6_SRC", "ipv6_dst": "OXM_OF_IPV6_DST",
-    "ipv6_label": "OXM_OF_IPV6_FLABEL", "icmp_type": "OXM_OF_ICMPV4_TYPE",
-    "icmp_code": "OXM_OF_ICMPV4_CODE", "icmpv6_type": "OXM_OF_ICMPV6_TYPE",
-    "icmpv6_code": "OXM_OF_ICMPV6_CODE", "arp_op": "OXM_OF_ARP_OP",
-    "arp_spa": "OXM_OF_ARP_SPA", "arp_tpa": "OXM_OF_ARP_TPA",
-    "arp_sha": "OXM_OF_ARP_SHA", "arp_tha": "OXM_OF_ARP_THA",
-    "nd_target": "OXM_OF_IPV6_ND_TARGET", "nd_sll": "OXM_OF_IPV6_ND_SLL",
-    "nd_tll": "OXM_OF_IPV6_ND_TLL", "tcp_src": "OXM_OF_TCP_SRC",
-    "tcp_dst": "OXM_OF_TCP_DST", "tcp_flags": "OXM_OF_TCP_FLAGS",
-    "udp_src": "OXM_OF_UDP_SRC", "udp_dst": "OXM_OF_UDP_DST",
-    "sctp_src": "OXM_OF_SCTP_SRC", "sctp_dst": "OXM_OF_SCTP_DST",
-    "metadata": "OXM_OF_METADATA", "in_port": "OXM_OF_IN_PORT",
-}
-
-
 class Symbol:
     """One symbol (see module docstring).  Treat as immutable."""
 
@@ -192,8 +170,10 @@ def format_symbol(sym: Symbol) -> str:
     if sym.ovn_field is not None:
         return f"{sym.name} = {sym.name}"
     assert sym.field is not None
-    name = _OF15_NAMES.get(sym.field) or of_fields.field(sym.field).nxm_name
-    return f"{sym.name} = {name}"
+    # The field's OpenFlow 1.5 header name (nx_format_field_name(id, OF1.5)):
+    # OXM_OF_ETH_SRC for eth_src, but NXM_OF_IN_PORT for in_port, whose OXM
+    # header belongs to in_port_oxm.
+    return f"{sym.name} = {of_fields.field(sym.field).oxm_name}"
 
 
 # MLF_* bits of the logical flags register and OVN_CT_* bits (23.03).

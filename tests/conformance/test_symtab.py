@@ -45,3 +45,17 @@ def test_levels_and_scopes() -> None:
     assert st.format_symbol(table["icmp6.frag_mtu"]) == "icmp6.frag_mtu = icmp6.frag_mtu"
     assert st.format_symbol(table["ip4"]) == "ip4 = eth.type == 0x800"
     assert st.format_symbol(table["eth.src"]) == "eth.src = OXM_OF_ETH_SRC"
+
+
+@pytest.mark.parametrize("field, printed", [
+    ("eth_src", "OXM_OF_ETH_SRC"),          # NXM and OXM headers: OF1.5 prints the OXM one
+    ("metadata", "OXM_OF_METADATA"),        # OXM only
+    ("reg0", "NXM_NX_REG0"),                # NXM only
+    ("xreg4", "OXM_OF_PKT_REG4"),
+    ("in_port", "NXM_OF_IN_PORT"),          # OXM_OF_IN_PORT is in_port_oxm's header
+    ("in_port_oxm", "OXM_OF_IN_PORT"),
+])
+def test_field_symbol_prints_of15_header_name(field: str, printed: str) -> None:
+    table = st.Symtab()
+    table.add_field("x", field)
+    assert st.format_symbol(table["x"]) == f"x = {printed}"
