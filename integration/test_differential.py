@@ -38,6 +38,11 @@ RANDOM_SEEDS = range(20)
 DUPLICATE_CONJ_BUG = ("agent bug: re-processing an lflow that shares a conjunctive clause "
                       "flow appends its conjunction() actions again (lflow_output._reprocess "
                       "uses DesiredFlowTable.remove, not flood_remove)")
+RELEASE_BUG = ("agent bug: after the last local VIF of a datapath is unbound, ours keeps "
+               "the datapath local and all its logical flows installed; the C agent "
+               "removes them")
+# churn seeds whose unbound-for-good VIF is the last local one of its datapath
+CHURN_RELEASES_LAST_LOCAL_VIF = {16}
 
 _CONJ = re.compile(r"conjunction\([^)]*\)")
 
@@ -119,6 +124,30 @@ def test_random_topology(snapshots: SnapshotCache, seed: int) -> None:
     _check(result)
 
 
+@pytest.mark.parametrize("seed", [
+    pytest.param(s, id=f"seed-{s}", marks=[pytest.mark.xfail(strict=True, reason=RELEASE_BUG)]
+                 if s in CHURN_RELEASES_LAST_LOCAL_VIF else []) for s in RANDOM_SEEDS])
+def test_random_topology_after_vif_churn(snapshots: SnapshotCache, seed: int) -> None:
+    """Incremental processing: after both agents settled, one local VIF is
+    unbound and bound again and another is unbound for good."""
+    plan = plan_topology(seed)
+    here = [v for v in plan.vifs if v.where == "here"]
+    if not here:
+        pytest.skip("this plan binds no VIF here")     # not the case for the CI seeds
+
+    def churn(box: Sandbox) -> None:
+        box.unbind_vif(here[0].iface)
+        box.wait_hv_sync()
+        box.bind_vif(here[0].iface, here[0].name)
+        if len(here) > 1:
+            box.unbind_vif(here[1].iface)
+
+    result = run_differential(snapshots.get(f"random-{seed}",
+                                            lambda box: build_random(box, seed)),
+                              after_settle=churn)
+    _check(result)
+
+
 def _shared_clause_topology(box: Sandbox) -> None:
     """Two port groups with the same member and conjunctive ACLs whose
     ``tcp.dst`` sets overlap (8080): both lflows own one clause flow."""
@@ -157,9 +186,28 @@ def test_random_plans_reproducible_and_cover_the_features() -> None:
     text = [" ".join(p.nb_args) for p in plans]
     assert any(c[1] == "vxlan" for p in plans for c in p.remote_chassis)
     assert any(p.bridge_mappings for p in plans)
-    assert any(v.where == "here" for p in plans for v in p.vifs)
+    assert all(any(v.where == "here" for v in p.vifs) for p in plans)
     assert any(v.where.startswith("remote:") for p in plans for v in p.vifs)
     for needle in ("lrp-set-gateway-chassis", " snat ", " dnat ", "dnat_and_snat", "ls-lb-add",
                    "lr-lb-add", "dhcpv4_options=", "@pg", "$as", "--meter=", "reject",
                    "tag_request=", "lsp-set-port-security"):
         assert any(needle in t for t in text), needle
+
+
+def _two_switches(box: Sandbox) -> None:
+    box.nbctl("--no-wait", "--", "ls-add", "ls0", "--", "lsp-add", "ls0", "p1",
+              "--", "lsp-set-addresses", "p1", "0a:00:00:00:00:01 10.0.0.11",
+              "--", "ls-add", "ls1", "--", "lsp-add", "ls1", "p2",
+              "--", "lsp-set-addresses", "p2", "0a:00:00:00:00:02 10.0.1.11")
+    box.bind_vif("vif1", "p1")
+    box.bind_vif("vif2", "p2")
+
+
+@pytest.mark.xfail(strict=True, reason=RELEASE_BUG)
+def test_last_local_vif_of_a_datapath_unbound(snapshots: SnapshotCache) -> None:
+    """Minimal reproduction: ls0/p1 and ls1/p2 bound here; unbinding vif2
+    must remove ls1's flows (ours keeps ~114 of them)."""
+    result = run_differential(snapshots.get("two-switches", _two_switches),
+                              after_settle=lambda box: box.unbind_vif("vif2"))
+    print(result.report())
+    assert result.ok, result.report()
