@@ -216,7 +216,7 @@ def test_groups_and_meters_installed(vsd: Vswitchd) -> None:
             time.sleep(0.005)
         assert sess.errors == []
         assert vsd.dump() == expected(lflows)
-        gdump = vsd.ofctl("dump-groups", "br-int", "group_id=1")
+        gdump = vsd.ofctl("dump-groups", "br-int", "1")
         assert "group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=output:1," \
                "bucket=bucket_id:1,weight:50,actions=output:2" in gdump
         # OVS cannot print a >64 kB group back (its group desc length is 16 bits); the
