@@ -204,6 +204,8 @@ class Engine:
         ms = (time.monotonic() - t0) * 1000
         if ms >= self.compute_log_timeout_ms:
             log.info(f"node: {n.name}, recompute ({reason}) took {ms:.0f}ms")
+        else:
+            log.debug(f"node: {n.name}, recompute ({reason}) took {ms:.0f}ms")
 
     def _run_node(self, n: Node, allowed: bool) -> None:
         if not n.inputs:

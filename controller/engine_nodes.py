@@ -100,7 +100,11 @@ class AgentNodes:
     # ------------------------------------------------------ if_status_mgr
     def run_if_status_mgr(self, node: Node) -> bool:
         node.data = self.st.if_mgr
+        self.st.if_mgr.mtu_changed = None
         return True
+
+    def clear_if_status_mgr(self, data: Any) -> None:
+        self.st.if_mgr.mtu_changed = set()
 
     def if_status_mgr_ovs_interface_handler(self, node: Node, inp: Node) -> Handled:
         mgr = self.st.if_mgr
@@ -114,6 +118,8 @@ class AgentNodes:
             mtu_v = int(mtu[0]) if isinstance(mtu, list) and mtu else 0
             if i.mtu != mtu_v:
                 i.mtu = mtu_v
+                if mgr.mtu_changed is not None:
+                    mgr.mtu_changed.add(i.id)
                 updated = True
         return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
 

@@ -77,6 +77,9 @@ class IfStatusMgr:
         self.seq_type = seqno.add_type()
         self.iface_seqno = 0
         self.ifaces: dict[str, Iface] = {}
+        # Engine tracking (if_status_mgr node): ifaces whose MTU changed in
+        # this run, or None after a recompute of the node (anything changed).
+        self.mtu_changed: set[str] | None = set()
 
     def _in(self, state: IfState) -> list[Iface]:
         return [i for i in self.ifaces.values() if i.state is state]

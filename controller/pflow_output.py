@@ -150,6 +150,7 @@ class PflowOutput:
     def handlers(self) -> Mapping[str, HandlerFn]:
         return {
             "ct_zones": self._ct_zones,
+            "if_status_mgr": self._if_status_mgr,
             "runtime_data": self._runtime_data,
             "port_binding": self._port_binding,
             "multicast_group": self._multicast_group,
@@ -193,6 +194,18 @@ class PflowOutput:
         # New/removed lport zones are picked up when runtime_data's tracked
         # lports are rebuilt; a from-scratch zone recompute may move any zone.
         return UNHANDLED if self.st.ct.recomputed else HANDLED_UNCHANGED
+
+    def _if_status_mgr(self, node: Node, inp: Node) -> Handled:
+        """Interface MTUs feed only the PMTUD flows of the port itself: rebuild
+        the lports whose MTU moved (a recompute of the manager: everything)."""
+        changed = self.st.if_mgr.mtu_changed
+        if changed is None:
+            return UNHANDLED
+        pbs = [pb for pb in (self.st.idx.pb_by_name.get(name) for name in sorted(changed))
+               if pb is not None]
+        if not pbs:
+            return HANDLED_UNCHANGED
+        return self._rebuild_lports(self._ctx(), [(pb, False) for pb in pbs])
 
     def _rebuild_lports(self, ctx: physical.PhysicalContext,
                         changes: list[tuple[Any, bool]]) -> Handled:

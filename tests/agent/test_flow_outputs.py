@@ -63,3 +63,41 @@ def test_extend_bridge_parses_group_specs_once():
     meters = ExtendBridge(FakeExtend())
     meters.assign_id("acl-meter", u)
     assert meters.table.calls[0] == ("acl-meter", u, None)
+
+
+def test_pflow_if_status_mgr_handler_rebuilds_only_mtu_changes():
+    from types import SimpleNamespace
+
+    from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
+    from controller.pflow_output import PflowOutput
+
+    pbs = {"vm1": FakeRow(logical_port="vm1"), "vm2": FakeRow(logical_port="vm2")}
+    mgr = SimpleNamespace(mtu_changed=set())
+    st = SimpleNamespace(if_mgr=mgr, idx=SimpleNamespace(pb_by_name=pbs))
+    pf = PflowOutput(st, lambda name: {}, lambda: None)   # type: ignore[arg-type]
+    calls = []
+    pf._ctx = lambda: "ctx"   # type: ignore[method-assign]
+    pf._rebuild_lports = lambda ctx, ch: calls.append(ch) or HANDLED_UPDATED  # type: ignore
+
+    assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UNCHANGED
+    mgr.mtu_changed = {"vm2", "gone"}
+    assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UPDATED
+    assert calls == [[(pbs["vm2"], False)]]
+    mgr.mtu_changed = None          # the manager node was recomputed
+    assert pf.handlers["if_status_mgr"](None, None) is UNHANDLED
+
+
+def test_if_status_mgr_node_tracks_mtu_changes():
+    from types import SimpleNamespace
+
+    from controller.engine_nodes import AgentNodes
+    from controller.if_status import IfStatusMgr
+    from ofctrl.seqno import SeqnoTracker
+
+    mgr = IfStatusMgr(SeqnoTracker())
+    nodes = AgentNodes(SimpleNamespace(if_mgr=mgr))   # type: ignore[arg-type]
+    node = SimpleNamespace(data=None)
+    assert nodes.run_if_status_mgr(node) is True      # type: ignore[arg-type]
+    assert mgr.mtu_changed is None
+    nodes.clear_if_status_mgr(None)
+    assert mgr.mtu_changed == set()
