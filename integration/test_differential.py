@@ -148,6 +148,44 @@ def test_random_topology_after_vif_churn(snapshots: SnapshotCache, seed: int) ->
     _check(result)
 
 
+@pytest.mark.parametrize("seed", RANDOM_SEEDS, ids=[f"seed-{s}" for s in RANDOM_SEEDS])
+def test_random_topology_after_sb_churn(snapshots: SnapshotCache, seed: int) -> None:
+    """Incremental processing of SB changes (northd is off, so the SB is
+    edited directly): a remote port moves to another chassis, then the last
+    remote chassis is deleted."""
+    plan = plan_topology(seed)
+    remote = [v for v in plan.vifs if v.where.startswith("remote:")]
+
+    def churn(box: Sandbox) -> None:
+        if remote:
+            now = remote[0].where.split(":", 1)[1]
+            box.sbctl("lsp-unbind", remote[0].name)
+            other = [c[0] for c in plan.remote_chassis if c[0] != now]
+            if other:
+                box.sbctl("lsp-bind", remote[0].name, other[0])
+            box.wait_hv_sync()
+        box.sbctl("chassis-del", plan.remote_chassis[-1][0])
+
+    result = run_differential(snapshots.get(f"random-{seed}",
+                                            lambda box: build_random(box, seed)),
+                              after_settle=churn)
+    _check(result)
+
+
+def test_rich_after_vif_churn(snapshots: SnapshotCache) -> None:
+    """rich, then vif-a2 unbound and bound again and vif-b1 unbound."""
+    def churn(box: Sandbox) -> None:
+        box.unbind_vif("vif-a2")
+        box.wait_hv_sync()
+        box.bind_vif("vif-a2", "ls-a-p2")
+        box.wait_hv_sync()
+        box.unbind_vif("vif-b1")
+
+    result = run_differential(snapshots.get("rich", build_rich), after_settle=churn)
+    assert result.identical > 1000
+    _check(result)
+
+
 def _shared_clause_topology(box: Sandbox) -> None:
     """Two port groups with the same member and conjunctive ACLs whose
     ``tcp.dst`` sets overlap (8080): both lflows own one clause flow."""
