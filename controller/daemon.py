@@ -141,6 +141,7 @@ class Daemon:
         self.unixctl = None
         self._wake = False
         self.profile: Any = None
+        self._profile_path = os.environ.get("OVN_CONTROLLER_PY_PROFILE", "")
         # OVN_CONTROLLER_PY_TIMELINE=FILE: one line per iteration (dev aid).
         tl = os.environ.get("OVN_CONTROLLER_PY_TIMELINE")
         self._timeline = open(tl, "a", buffering=1) if tl else None
@@ -222,9 +223,19 @@ class Daemon:
             f"sb_settled={self.sb.conditions_settled() if self.sb else None} "
             f"gauges={ls.gauges}\n")
 
-    def dump_profile(self) -> None:
-        if self.profile is not None:
-            self.profile.dump_stats(os.environ["OVN_CONTROLLER_PY_PROFILE"])
+    def dump_profile(self, restart: bool = False) -> None:
+        """Write the profile; `restart`: then profile afresh into FILE.steady
+        (what follows the first complete install)."""
+        prof = self.profile
+        if prof is None:
+            return
+        prof.disable()
+        prof.dump_stats(self._profile_path)
+        if restart:
+            import cProfile
+            self._profile_path = os.environ["OVN_CONTROLLER_PY_PROFILE"] + ".steady"
+            self.profile = cProfile.Profile()
+            self.profile.enable()
 
     def wake(self) -> None:
         self._wake = True
@@ -640,7 +651,7 @@ class Daemon:
                     and self.sb.conditions_settled():
                 if self.loop_stats.first_install_ms is None:
                     self.loop_stats.first_install_done()
-                    self.dump_profile()
+                    self.dump_profile(restart=True)
                     _gc_after_startup()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]
@@ -739,8 +750,8 @@ def _gc_after_startup() -> None:
 
 
 def _start_profile() -> Any:
-    """``OVN_CONTROLLER_PY_PROFILE=FILE``: cProfile the agent, written to
-    FILE once the first full install is done and again on exit (dev aid)."""
+    """``OVN_CONTROLLER_PY_PROFILE=FILE``: cProfile the agent up to the first
+    complete install into FILE, the rest (until exit) into FILE.steady (dev aid)."""
     path = os.environ.get("OVN_CONTROLLER_PY_PROFILE")
     if not path:
         return None

@@ -18,7 +18,8 @@ same values without the round trip:
   keeps the library's original code path;
 * otherwise the committed ``Datum`` is converted once, by a converter built
   per column type and cached: scalars -> the atom value (or the type's
-  default), sets -> sorted unique values, maps -> dict; pending
+  default), sets -> sorted unique values (sets of references: rows ordered
+  by UUID without comparing rows), maps -> dict; pending
   ``setkey``/``delkey``/``addvalue``/``delvalue`` mutations of non-reference
   columns are applied to that result exactly as the library does (inserts
   added, then removes dropped; a map key both inserted and removed stays).
@@ -29,12 +30,14 @@ The result equals what the original method returns (checked against it by
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import ovs.db.idl
 
 _Converter = Callable[[Any, Any], Any]
 
+_uuid_int = operator.attrgetter("int")
 _ORIGINAL: Callable[[Any, str], Any] = ovs.db.idl.Row.__getattr__
 _CONVERTERS: dict[int, tuple[Any, _Converter, bool]] = {}
 
@@ -48,7 +51,23 @@ def _converter(column: Any) -> tuple[_Converter, bool]:
     key, value = t.key, t.value
     refs = bool(key.ref_table or (value is not None and value.ref_table))
     conv: _Converter
-    if refs:
+    if refs and value is None and not t.is_scalar():
+        # Set of references: rows sorted by UUID (what sorting the rows
+        # does, ``Row.__lt__`` compares UUIDs), dangling ones dropped.
+        ref_name = key.ref_table.name
+
+        def conv(datum: Any, row: Any) -> Any:
+            tables = row._idl.tables
+            if ref_name not in tables:
+                return datum.to_python(row._uuid_to_row)
+            get = tables[ref_name].rows.get
+            out = []
+            for u in sorted([a.value for a in datum.values], key=_uuid_int):
+                r = get(u)
+                if r is not None:
+                    out.append(r)
+            return out
+    elif refs:
         def conv(datum: Any, row: Any) -> Any:
             return datum.to_python(row._uuid_to_row)
     elif t.is_scalar():

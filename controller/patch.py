@@ -64,8 +64,11 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
             log.warn_rl(_rl, f"Bridge '{brname}' not found for network '{net}'")
             continue
         net_to_bridge[net] = br
-    existing = {p.name: p for p in br_int.ports
-                if any(k in p.external_ids for k in PATCH_KEYS)}
+    existing: dict[str, Any] = {}
+    for p in br_int.ports:
+        ext = p.external_ids      # one conversion per port, not one per key
+        if any(k in ext for k in PATCH_KEYS):
+            existing[p.name] = p
     create: list[PatchSpec] = []
     for ld in local_dps.values():
         for pb in idx.pbs_on_datapath(ld.uuid):

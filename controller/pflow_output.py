@@ -88,6 +88,9 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
     if br is not None:
         for port in br.ports:
             ext = port.external_ids
+            if "ovn-chassis-id" not in ext and "ovn-localnet-port" not in ext \
+                    and "ovn-l2gateway-port" not in ext:
+                continue          # a VIF: nothing to read (the common case)
             ifaces = list(port.interfaces)
             if len(ifaces) != 1:
                 continue
@@ -123,6 +126,10 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
         active_tunnels=frozenset(rt.active_tunnels), iface_mtus=mtus,
         all_chassis=list(chassis_rows), lb_hairpin_use_ct_mark=use_ct_mark,
         template_vars=tvars)
+
+
+# More interfaces than this changing MTU in one run (start-up): recompute.
+MTU_REBUILD_MAX = 64
 
 
 class PflowOutput:
@@ -199,8 +206,8 @@ class PflowOutput:
         """Interface MTUs feed only the PMTUD flows of the port itself: rebuild
         the lports whose MTU moved (a recompute of the manager: everything)."""
         changed = self.st.if_mgr.mtu_changed
-        if changed is None:
-            return UNHANDLED
+        if changed is None or len(changed) > MTU_REBUILD_MAX:
+            return UNHANDLED      # (many ports at once: a recompute is cheaper)
         pbs = [pb for pb in (self.st.idx.pb_by_name.get(name) for name in sorted(changed))
                if pb is not None]
         if not pbs:
