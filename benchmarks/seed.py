@@ -53,6 +53,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -613,6 +614,7 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
                       flush=True)
     finally:
         box.stop()
+        shutil.rmtree(work, ignore_errors=True)
     summary = build_summary(cold, inc, floor)
     table = print_table(summary, n)
     result = {
