@@ -539,6 +539,9 @@ def print_table(summary: dict[str, Any], n: int) -> str:
     return text
 
 
+ZERO_BAR = 0.02
+
+
 def draw_chart(summary: dict[str, Any], n: int, path: Path, title_note: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -555,13 +558,14 @@ def draw_chart(summary: dict[str, Any], n: int, path: Path, title_note: str) -> 
     fig, ax = plt.subplots(figsize=(12, 0.42 * len(labels) + 1.6))
     colors = ["tab:green" if v <= 1.0 else "tab:red" for v in values]
     ypos = list(range(len(labels)))[::-1]
-    ax.barh(ypos, values, color=colors)
+    # a ratio of 0 (e.g. no recomputes at all) has no place on a log axis
+    ax.barh(ypos, [max(v, ZERO_BAR) for v in values], color=colors)
     ax.set_yticks(ypos, labels)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     for y, v in zip(ypos, values):
-        ax.text(v, y, f" {v:.2f}x", va="center", fontsize=8)
+        ax.text(max(v, ZERO_BAR), y, f" {v:.2f}x", va="center", fontsize=8)
     ax.set_xlabel("ours / C (log scale; < 1 = ours better)")
     ax.set_title(f"ovn-controller-py vs ovn-controller 23.03.1, seed-{n} {title_note}")
     fig.tight_layout()
@@ -624,6 +628,7 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "kernel": platform.release(), "loadavg_start": load_start,
                  "loadavg_end": os.getloadavg()},
+        "snapshot": str(snapshot) if snapshot is not None else "built in this run",
         "method": ("cold: restart mode, northd off, snapshot replay; incremental: same "
                    "sandbox with northd started after the replay"),
         "reference_c_seed500": REFERENCE_C_SEED500,
