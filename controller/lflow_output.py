@@ -23,7 +23,7 @@ recomputes the node.  Flows of the neighbour/FDB/LB-hairpin tables come from
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, cast
 
 import structlog
 
@@ -376,10 +376,11 @@ class LflowOutput:
                 self.compiler.clear_text_cache()
         return self.compiler
 
-    def _remove(self, u: uuidlib.UUID) -> None:
-        self.data.flow_table.remove(u)
+    def _forget(self, u: uuidlib.UUID) -> None:
+        """Drop everything but the desired flows that lflow `u` owns."""
         self.refs.remove(u)
         self.conj_ids.free(u)
+        self.cache.delete(u)
         ctx = self._ctx
         if ctx is not None:
             ctx.group_table.remove_desired(u)
@@ -400,17 +401,29 @@ class LflowOutput:
             res.install(table)
             self.refs.add(row.uuid, res.refs)
 
-    def _reprocess(self, comp: LflowCompiler, uuids: Iterable[uuidlib.UUID]) -> bool:
+    def _reprocess(self, comp: LflowCompiler, uuids: Iterable[uuidlib.UUID],
+                   deleted: Iterable[uuidlib.UUID] = ()) -> bool:
+        """Flood-remove the flows of `uuids` and `deleted` (as the C agent
+        does): every other lflow sharing a flow with one of them, e.g. a
+        conjunctive clause flow, loses its flows too.  Then every affected
+        lflow whose row still exists, except `deleted`, is processed again,
+        so shared flows are rebuilt from all their owners exactly once."""
+        gone = set(deleted)
+        owners: set[Hashable] = set(uuids)
+        owners |= gone
+        if not owners:
+            return False
+        affected = cast("set[uuidlib.UUID]", self.data.flow_table.flood_remove(owners))
+        for u in affected:
+            self._forget(u)
         rows = self.tables("Logical_Flow")
-        done = False
-        for u in uuids:
-            self._remove(u)
-            self.cache.delete(u)
+        for u in affected:
+            if u in gone:
+                continue
             row = rows.get(u)
             if row is not None:
                 self._process(comp, row)
-            done = True
-        return done
+        return True
 
     # -- run -----------------------------------------------------------
     def run(self, node: Node) -> bool:
@@ -433,11 +446,9 @@ class LflowOutput:
     def _logical_flow(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
         comp = self._compiler()
-        for u in tc.deleted:
-            self._remove(u)
-            self.cache.delete(u)
-        changed = self._reprocess(comp, [tr.row.uuid for tr in tc.new_or_updated()])
-        return HANDLED_UPDATED if (changed or tc.deleted) else HANDLED_UNCHANGED
+        changed = self._reprocess(comp, [tr.row.uuid for tr in tc.new_or_updated()],
+                                  deleted=tc.deleted)
+        return HANDLED_UPDATED if changed else HANDLED_UNCHANGED
 
     def _runtime_data(self, node: Node, inp: Node) -> Handled:
         rt = self.st.rt

@@ -7,20 +7,12 @@ into two sandboxes with northd off, one running the C agent and one ours
 with the report (first 20 differing flows per side and the SB row behind
 each) in the assertion message.
 
-Known agent bug (reported, not fixed here: controller/lflow_output.py):
-re-processing a logical flow whose conjunctive clause flow is shared with
-another logical flow appends its ``conjunction()`` actions to the shared flow
-again (``DesiredFlowTable.remove`` keeps shared flows, C flood-removes them).
-:func:`_xfail_if_only_duplicate_conjunctions` turns a comparison whose *only*
-differences are exactly such duplicates into an xfail with that reason; any
-other difference still fails. ``test_shared_conjunctive_clause`` reproduces
-the bug deterministically (strict xfail).
+``test_shared_conjunctive_clause`` covers logical flows sharing a
+conjunctive clause flow (re-processing one flood-removes and rebuilds both).
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,16 +27,11 @@ from integration.topologies import build_rich, build_seed
 pytestmark = pytest.mark.integration
 
 RANDOM_SEEDS = range(20)
-DUPLICATE_CONJ_BUG = ("agent bug: re-processing an lflow that shares a conjunctive clause "
-                      "flow appends its conjunction() actions again (lflow_output._reprocess "
-                      "uses DesiredFlowTable.remove, not flood_remove)")
 RELEASE_BUG = ("agent bug: after the last local VIF of a datapath is unbound, ours keeps "
                "the datapath local and all its logical flows installed; the C agent "
                "removes them")
 # churn seeds whose unbound-for-good VIF is the last local one of its datapath
 CHURN_RELEASES_LAST_LOCAL_VIF = {16}
-
-_CONJ = re.compile(r"conjunction\([^)]*\)")
 
 
 class SnapshotCache:
@@ -65,33 +52,9 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SnapshotCach
     yield SnapshotCache(tmp_path_factory.mktemp("differential-snapshots"))
 
 
-def _dedup_conjunctions(line: str) -> str:
-    match, _, actions = line.partition(" actions=")
-    items = _CONJ.findall(actions)
-    if not items or ",".join(items) != actions:
-        return line
-    return f"{match} actions={','.join(sorted(set(items)))}"
-
-
-def _xfail_if_only_duplicate_conjunctions(result: DifferentialResult) -> None:
-    """xfail when every difference is one of ours with repeated conjunction
-    actions whose de-duplicated form is exactly the C agent's flow."""
-    ours = [ln for t in result.tables.values() for ln in t.only_ours]
-    theirs = [ln for t in result.tables.values() for ln in t.only_theirs]
-    if not ours or result.groups_only_ours or result.groups_only_theirs \
-            or result.meters_only_ours or result.meters_only_theirs:
-        return
-    if any(_dedup_conjunctions(ln) == ln for ln in ours):
-        return
-    if Counter(_dedup_conjunctions(ln) for ln in ours) == Counter(theirs):
-        pytest.xfail(f"{DUPLICATE_CONJ_BUG}; {len(ours)} flows")
-
-
 def _check(result: DifferentialResult) -> None:
     print(result.report())
     assert result.identical > 0
-    if not result.ok:
-        _xfail_if_only_duplicate_conjunctions(result)
     assert result.ok, result.report()
 
 
@@ -207,7 +170,6 @@ def _rebind_vif(box: Sandbox) -> None:
     box.bind_vif("vif1", "p1")
 
 
-@pytest.mark.xfail(strict=True, reason=DUPLICATE_CONJ_BUG)
 def test_shared_conjunctive_clause(snapshots: SnapshotCache) -> None:
     """Minimal reproduction: after unbinding and rebinding the VIF, ours
     carries the shared clause flow's conjunction actions several times."""

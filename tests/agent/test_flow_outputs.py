@@ -101,3 +101,86 @@ def test_if_status_mgr_node_tracks_mtu_changes():
     assert mgr.mtu_changed is None
     nodes.clear_if_status_mgr(None)
     assert mgr.mtu_changed == set()
+
+
+# -- flood removal of flows shared between lflows (conjunctive clauses) ------
+
+def _shared_clause_output():
+    """An LflowOutput with a fake compiler: lflows A and B each make two
+    conjunctive clause flows, one of which (tp_dst=8080) they share, as ACLs
+    on two port groups with the same member and overlapping tcp.dst sets."""
+    from types import SimpleNamespace
+
+    from controller.lflow.compile import CompiledLflow, LflowRefs
+    from controller.lflow_output import LflowOutput
+    from ofctrl.flow import Flow
+    from ofctrl.ofpacts.basic import Conjunction
+
+    a = FakeRow(name="A", pg="pga", conj=1, ports=(80, 8080))
+    b = FakeRow(name="B", pg="pgb", conj=2, ports=(8080, 9090))
+    rows = {a.uuid: a, b.uuid: b}
+    compiled: list[str] = []
+
+    class Compiler:
+        def compile_lflow_local(self, row):
+            compiled.append(row.name)
+            flows = [Flow(44, 2003, f"tp_dst={p}", (Conjunction(row.conj, 2, 2),))
+                     for p in row.ports]
+            return [CompiledLflow(row.uuid, 1, [], flows, None,
+                                  LflowRefs(port_groups=frozenset({row.pg})))]
+
+    tables = {"Logical_Flow": rows}
+    out = LflowOutput(SimpleNamespace(chassis=object()), lambda name: tables.get(name, {}),
+                      lambda: 1, dict)
+    out.views.lflow = lambda row: row  # the fake compiler reads the fake rows
+    comp = Compiler()
+    out._compiler = lambda: comp  # type: ignore[method-assign]
+    out.run(SimpleNamespace())
+    return out, a, b, rows, compiled
+
+
+def _conjunctions(out, match):
+    flows = [d.flow for d in out.data.flow_table if d.flow.match == match]
+    assert len(flows) == 1, flows
+    return sorted((c.id, c.clause) for c in flows[0].actions)
+
+
+def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
+    from types import SimpleNamespace
+
+    from controller.engine import HANDLED_UPDATED
+    from controller.tracking import ROW_UPDATE, TableChanges
+
+    out, a, b, rows, compiled = _shared_clause_output()
+    assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]
+    compiled.clear()
+    tc = TableChanges("Port_Group")
+    tc.record(ROW_UPDATE, FakeRow(name="pga"), {"ports": []})
+    for _ in range(3):
+        assert out._port_group(None, SimpleNamespace(data=tc)) is HANDLED_UPDATED
+        # the shared flow is rebuilt from both owners, without repetitions
+        assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]
+    assert _conjunctions(out, "tp_dst=80") == [(1, 2)]
+    assert _conjunctions(out, "tp_dst=9090") == [(2, 2)]
+    assert len(out.data.flow_table) == 3
+    # B was flood-removed with A and processed again, each time
+    assert sorted(compiled) == ["A"] * 3 + ["B"] * 3
+    assert sorted(out.data.flow_table.owners_of(
+        next(d.flow for d in out.data.flow_table if d.flow.match == "tp_dst=8080"))) \
+        == sorted([a.uuid, b.uuid])
+
+
+def test_deleting_one_lflow_keeps_the_other_owner_of_a_shared_clause_flow():
+    from types import SimpleNamespace
+
+    from controller.tracking import ROW_DELETE, TableChanges
+
+    out, a, b, rows, compiled = _shared_clause_output()
+    del rows[a.uuid]
+    tc = TableChanges("Logical_Flow")
+    tc.record(ROW_DELETE, a)
+    out._logical_flow(None, SimpleNamespace(data=tc))
+    assert _conjunctions(out, "tp_dst=8080") == [(2, 2)]
+    assert _conjunctions(out, "tp_dst=9090") == [(2, 2)]
+    assert not [d for d in out.data.flow_table if d.flow.match == "tp_dst=80"]
+    assert a.uuid not in out.refs.by_lflow and b.uuid in out.refs.by_lflow
