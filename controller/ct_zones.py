@@ -185,6 +185,20 @@ class CtZones:
                 self._alloc(name, scan)
         self.recomputed = True
 
+    def drop_absent(self, local_lports: Iterable[str], local_dps: Iterable[Any]) -> bool:
+        """End of the start-up grace period: free the zones kept for users
+        that never showed up (what the next full run would do; no flow uses
+        them).  True if any zone was freed (its flush and DB removal are
+        queued like any other)."""
+        users: set[str] = set(local_lports)
+        for dp in local_dps:
+            users.add(dnat_key(dp.uuid))
+            users.add(snat_key(dp.uuid))
+        freed = False
+        for name in [n for n in self.current if n not in users]:
+            freed = self._free(name) or freed
+        return freed
+
     # -- incremental -------------------------------------------------
     def lport_added(self, name: str) -> bool:
         if name in self.current:

@@ -223,6 +223,15 @@ class Daemon:
             f"sb_settled={self.sb.conditions_settled() if self.sb else None} "
             f"gauges={ls.gauges}\n")
 
+    def restart_profile(self) -> None:
+        """(``inc-engine/clear-stats``) profile afresh into FILE.steady."""
+        if self.profile is not None:
+            import cProfile
+            self.profile.disable()
+            self._profile_path = os.environ["OVN_CONTROLLER_PY_PROFILE"] + ".steady"
+            self.profile = cProfile.Profile()
+            self.profile.enable()
+
     def dump_profile(self, restart: bool = False) -> None:
         """Write the profile; `restart`: then profile afresh into FILE.steady
         (what follows the first complete install)."""
@@ -556,8 +565,11 @@ class Daemon:
         st.now_ms = int(time.monotonic() * 1000)
         starting = self.startup.active(int(time.time() * 1000))
         if st.starting_up and not starting:
-            # Grace period over: one recompute drops what stayed stale (zones).
-            self.engine.set_force_recompute()
+            # Grace period over: drop the zones kept for users that never
+            # came (no full recompute: nothing else is stale).
+            if st.ct.drop_absent(st.rt.local_lports,
+                                 [ld.datapath for ld in st.rt.local_datapaths.values()]):
+                self._wake = True
         st.starting_up = starting
         if self.br_int is None:
             return

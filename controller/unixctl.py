@@ -89,6 +89,9 @@ def _show_stats(agent: Agent, *args: str) -> str:
 
 def _clear_stats(agent: Agent) -> str:
     agent.engine.clear_stats()
+    restart = getattr(agent, "restart_profile", None)
+    if restart is not None:
+        restart()       # OVN_CONTROLLER_PY_PROFILE: profile from here on
     return ""
 
 

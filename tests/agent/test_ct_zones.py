@@ -88,3 +88,18 @@ def test_keep_absent_during_startup_grace():
     assert z.current == {"p1": 5, "late": 9} and z.pending == {}
     z.recompute(["p1"], [], ext)            # grace over: the stale zone goes
     assert z.current == {"p1": 5} and z.pending["late"].add is False
+
+
+def test_drop_absent_at_end_of_grace_matches_a_full_run():
+    d = dp(3)
+    ext = {"ct-zone-p1": "5", "ct-zone-late": "9", "ct-zone-gone_dnat": "12"}
+    z = CtZones()
+    z.recompute(["p1"], [d], ext, keep_absent=True)
+    kept = dict(z.current)
+    assert z.drop_absent(["p1"], [d]) is True
+    full = CtZones()
+    full.recompute(["p1"], [d], ext)
+    assert z.current == full.current
+    assert {n for n, pe in z.pending.items() if not pe.add} == {"late", "gone_dnat"}
+    assert set(kept) - set(z.current) == {"late", "gone_dnat"}
+    assert z.drop_absent(["p1"], [d]) is False
