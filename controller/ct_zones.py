@@ -88,6 +88,9 @@ class CtZones:
         self.pending: dict[str, PendingEntry] = {}
         self.recomputed = False
         self.zone_range = zone_range
+        # users seen since start, never kept by ``keep_absent`` (None once
+        # the start-up grace period is over: see drop_absent)
+        self.seen: set[str] | None = set()
 
     # -- helpers ------------------------------------------------------
     def _queue(self, name: str, zone: int, add: bool,
@@ -151,7 +154,8 @@ class CtZones:
         ``keep_absent`` (start-up grace period: the SB contents may still be
         arriving) keeps the zones of users not seen yet instead of freeing
         them, so a restart never renumbers zones of ports that are merely
-        late."""
+        late.  A user seen in an earlier run and gone now (a released port,
+        a datapath no longer local) is freed as usual."""
         self.restore(br_int_external_ids)
         users: set[str] = set(local_lports)
         req_snat: dict[str, int] = {}
@@ -162,9 +166,12 @@ class CtZones:
             z = requested_snat_zone(dp)
             if z >= 0:
                 req_snat[sk] = z
-        if not keep_absent:
-            for name in [n for n in self.current if n not in users]:
-                self._free(name)
+        seen = self.seen if keep_absent else None
+        for name in [n for n in self.current if n not in users
+                     and (seen is None or n in seen)]:
+            self._free(name)
+        if seen is not None:
+            seen |= users
         unrequested = {z: n for n, z in self.current.items() if n not in req_snat}
         for name, zone in sorted(req_snat.items()):
             other = unrequested.pop(zone, None)
@@ -194,6 +201,7 @@ class CtZones:
         for dp in local_dps:
             users.add(dnat_key(dp.uuid))
             users.add(snat_key(dp.uuid))
+        self.seen = None
         freed = False
         for name in [n for n in self.current if n not in users]:
             freed = self._free(name) or freed
@@ -201,6 +209,8 @@ class CtZones:
 
     # -- incremental -------------------------------------------------
     def lport_added(self, name: str) -> bool:
+        if self.seen is not None:
+            self.seen.add(name)
         if name in self.current:
             return False
         return self._alloc(name, [1])
