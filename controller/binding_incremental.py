@@ -11,6 +11,16 @@ Port_Bindings.  Both return False when the change needs a full recompute
 on a local datapath, non-VIF lport behind an interface), which the engine
 then performs.  :func:`retry_postponed` re-tries claims postponed by the
 anti flip-flop rule.
+
+Local datapaths are never removed incrementally (as in 23.03): only a full
+recompute drops a datapath that no longer has a local lport.  The C agent
+recomputes ``runtime_data`` on any tracked change of an OVS Interface whose
+type is neither "" nor "internal" (e.g. ``dummy``); so when such an
+interface's lport is released and was the last lport bound here on its
+datapath, we recompute too (:func:`_orphaned_datapath`), which yields the
+same local datapaths, ct zones, flows and SB monitor conditions.  Releases
+through plain VIF interfaces keep the datapath local, like the C agent,
+until the next recompute.
 """
 
 from __future__ import annotations
@@ -24,6 +34,31 @@ from controller.binding import (OVN_INSTALLED, TUNNEL_TYPES, Binder, BindingCtx,
 from controller.local_data import LportType, TrackedType, lport_type
 
 log = structlog.get_logger("binding")
+
+# OVS Interface types the C agent handles incrementally (is_iface_vif)
+VIF_IFACE_TYPES = frozenset(("", "internal"))
+
+
+def _orphaned_datapath(ctx: BindingCtx, rt: RuntimeData, names: Iterable[str]) -> str | None:
+    """The first of `names` (released lports) whose datapath is still local
+    but has no lport bound here any more, or None."""
+    idx = ctx.idx
+    dps: dict[Any, str] = {}
+    for name in names:
+        if name in rt.bound_here:
+            continue
+        pb = idx.pb_by_name.get(name)
+        dp = pb.datapath if pb is not None else None
+        if dp is not None and dp.uuid in rt.local_datapaths:
+            dps.setdefault(dp.uuid, name)
+    if not dps:
+        return None
+    for name in rt.bound_here:
+        pb = idx.pb_by_name.get(name)
+        dp = pb.datapath if pb is not None else None
+        if dp is not None and dps.pop(dp.uuid, None) is not None and not dps:
+            return None
+    return next(iter(dps.values()), None)
 
 
 def _reconsider(b: Binder, names: Iterable[str]) -> bool:
@@ -53,6 +88,7 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
     b = Binder(ctx, rt, track=True)
     rt.tracked = True
     affected: list[str] = []
+    released_typed: list[str] = []     # released via a non-VIF-typed interface
     for tr in iface_changes.all():
         iface = tr.row
         if iface.type in TUNNEL_TYPES:
@@ -80,6 +116,8 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
                 if old_id not in rt.bound_here:
                     b._local_lport_remove(old_id)
                 affected.append(old_id)
+                if iface.type not in VIF_IFACE_TYPES:
+                    released_typed.append(old_id)
         if new_id is not None:
             lb = rt.bindings.get(new_id)
             if lb is not None and lb.iface is not None and lb.iface.uuid != u:
@@ -113,6 +151,12 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
                                 return False
             continue
         if not _reconsider(b, [name]):
+            return False
+    if released_typed:
+        orphan = _orphaned_datapath(ctx, rt, released_typed)
+        if orphan is not None:
+            log.debug(f"lport {orphan} was the last one bound here on its datapath "
+                      "(non-VIF interface type): recompute")
             return False
     return True
 

@@ -27,11 +27,6 @@ from integration.topologies import build_rich, build_seed
 pytestmark = pytest.mark.integration
 
 RANDOM_SEEDS = range(20)
-RELEASE_BUG = ("agent bug: after the last local VIF of a datapath is unbound, ours keeps "
-               "the datapath local and all its logical flows installed; the C agent "
-               "removes them")
-# churn seeds whose unbound-for-good VIF is the last local one of its datapath
-CHURN_RELEASES_LAST_LOCAL_VIF = {16}
 
 
 class SnapshotCache:
@@ -87,9 +82,7 @@ def test_random_topology(snapshots: SnapshotCache, seed: int) -> None:
     _check(result)
 
 
-@pytest.mark.parametrize("seed", [
-    pytest.param(s, id=f"seed-{s}", marks=[pytest.mark.xfail(strict=True, reason=RELEASE_BUG)]
-                 if s in CHURN_RELEASES_LAST_LOCAL_VIF else []) for s in RANDOM_SEEDS])
+@pytest.mark.parametrize("seed", RANDOM_SEEDS, ids=[f"seed-{s}" for s in RANDOM_SEEDS])
 def test_random_topology_after_vif_churn(snapshots: SnapshotCache, seed: int) -> None:
     """Incremental processing: after both agents settled, one local VIF is
     unbound and bound again and another is unbound for good."""
@@ -203,10 +196,10 @@ def _two_switches(box: Sandbox) -> None:
     box.bind_vif("vif2", "p2")
 
 
-@pytest.mark.xfail(strict=True, reason=RELEASE_BUG)
 def test_last_local_vif_of_a_datapath_unbound(snapshots: SnapshotCache) -> None:
-    """Minimal reproduction: ls0/p1 and ls1/p2 bound here; unbinding vif2
-    must remove ls1's flows (ours keeps ~114 of them)."""
+    """ls0/p1 and ls1/p2 bound here; unbinding vif2 (a dummy interface: the
+    C agent recomputes runtime_data) removes ls1 from the local datapaths,
+    with its flows and ct zones. Seed 16's VIF churn does the same."""
     result = run_differential(snapshots.get("two-switches", _two_switches),
                               after_settle=lambda box: box.unbind_vif("vif2"))
     print(result.report())

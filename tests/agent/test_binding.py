@@ -251,3 +251,80 @@ def test_external_port_follows_ha_group():
     grp.ha_chassis = [FakeRow(chassis=[w.other], priority=10)]
     w.run()
     assert ext.chassis == [] and w.ls2.uuid not in w.rt.local_datapaths
+
+
+def _two_switches(iface_type):
+    """p1 on ls (vif1) and p2, p3 on ls2 (vif2, vif3), all bound here."""
+    w = World()
+    w.add_pb("p1", w.ls, 1)
+    w.add_pb("p2", w.ls2, 1)
+    w.add_pb("p3", w.ls2, 2)
+    ifaces = {}
+    for i, port in ((1, "p1"), (2, "p2"), (3, "p3")):
+        ifaces[port] = w.add_vif(f"vif{i}", port, ofport=i)
+        ifaces[port].__dict__["type"] = iface_type
+    w.run()
+    assert set(w.rt.local_datapaths) == {w.ls.uuid, w.ls2.uuid}
+    return w, ifaces
+
+
+def _delete_ifaces(w, ifaces, *ports):
+    t = ChangeTracker(["Interface"])
+    for port in ports:
+        iface = ifaces[port]
+        w.br.ports[:] = [p for p in w.br.ports if iface not in p.interfaces]
+        t.record("Interface", ROW_DELETE, iface)
+    w.rt.clear_tracked()
+    return handle_ovs_interface_changes(w.ctx(), w.rt, t["Interface"])
+
+
+def test_last_lport_of_a_datapath_released_by_a_dummy_iface_recomputes():
+    # The C agent recomputes runtime_data for any change of an interface whose
+    # type is not ""/"internal"; the recompute drops the orphaned datapath.
+    w, ifaces = _two_switches("dummy")
+    assert _delete_ifaces(w, ifaces, "p2")          # p3 still keeps ls2 local
+    assert "p2" not in w.rt.bound_here and w.ls2.uuid in w.rt.local_datapaths
+    assert not _delete_ifaces(w, ifaces, "p3")      # the last one: recompute
+    w.run()
+    assert set(w.rt.local_datapaths) == {w.ls.uuid}
+    assert w.rt.local_lports == {"p1"} and w.rt.bound_here == {"p1"}
+
+
+def test_all_lports_of_a_datapath_released_at_once_by_dummy_ifaces_recomputes():
+    w, ifaces = _two_switches("dummy")
+    assert not _delete_ifaces(w, ifaces, "p2", "p3")
+    w.run()
+    assert set(w.rt.local_datapaths) == {w.ls.uuid}
+
+
+def test_last_lport_of_a_datapath_released_by_a_vif_iface_stays_incremental():
+    # Plain VIF interfaces are handled incrementally by the C agent, which
+    # never removes a local datapath incrementally: it stays until a recompute.
+    w, ifaces = _two_switches("")
+    assert _delete_ifaces(w, ifaces, "p2", "p3")
+    assert w.rt.bound_here == {"p1"} and w.ls2.uuid in w.rt.local_datapaths
+    w, ifaces = _two_switches("internal")
+    assert _delete_ifaces(w, ifaces, "p2", "p3")
+    assert w.ls2.uuid in w.rt.local_datapaths
+
+
+def test_recompute_in_start_up_grace_frees_zones_of_users_seen_before():
+    # A recompute while the start-up grace period keeps absent users' zones
+    # (e.g. the one after the last dummy VIF of a datapath went away) still
+    # frees the zones of a released lport and of a datapath no longer local,
+    # as the C agent does; only users never seen since start are kept.
+    from controller.ct_zones import CtZones
+    w, ifaces = _two_switches("dummy")
+    ct = CtZones()
+    ext = {"ct-zone-late": "40"}
+    ct.recompute(w.rt.local_lports, [ld.datapath for ld in w.rt.local_datapaths.values()], ext,
+                 keep_absent=True)
+    assert {"p1", "p2", "p3", f"{w.ls2.uuid}_dnat", "late"} <= set(ct.current)
+    assert not _delete_ifaces(w, ifaces, "p2", "p3")
+    w.run()
+    ct.recompute(w.rt.local_lports, [ld.datapath for ld in w.rt.local_datapaths.values()], ext,
+                 keep_absent=True)
+    assert set(ct.current) == {"p1", f"{w.ls.uuid}_dnat", f"{w.ls.uuid}_snat", "late"}
+    assert ct.drop_absent(w.rt.local_lports,
+                          [ld.datapath for ld in w.rt.local_datapaths.values()])
+    assert "late" not in ct.current and ct.seen is None
