@@ -38,6 +38,7 @@ import ovs.db.idl
 _Converter = Callable[[Any, Any], Any]
 
 _uuid_int = operator.attrgetter("int")
+_DefaultDict = ovs.db.idl.ColumnDefaultDict
 _ORIGINAL: Callable[[Any, str], Any] = ovs.db.idl.Row.__getattr__
 _CONVERTERS: dict[int, tuple[Any, _Converter, bool]] = {}
 
@@ -119,7 +120,11 @@ def _fast_getattr(self: Any, column_name: str) -> Any:
         return _ORIGINAL(self, column_name)
     datum = data.get(column_name)
     if datum is None:
-        return _ORIGINAL(self, column_name)
+        # A column the server never sent holds its default value: the IDL's
+        # ColumnDefaultDict makes that datum on demand.
+        if type(data) is not _DefaultDict or column_name not in d["_table"].columns:
+            return _ORIGINAL(self, column_name)
+        datum = data[column_name]
     column = d["_table"].columns[column_name]
     conv, refs = _converter(column)
     mutations = d["_mutations"]

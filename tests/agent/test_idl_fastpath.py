@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import ovs.db.data
+import ovs.db.error
 import ovs.db.idl
 import pytest
 
@@ -64,7 +65,7 @@ def _fill(idl: Any, rnd: random.Random) -> list[Any]:
     for tname in sorted(idl.tables):
         table = idl.tables[tname]
         for _ in range(4):
-            data = {}
+            data = ovs.db.idl.ColumnDefaultDict(table) if rnd.random() < 0.5 else {}
             for cname, column in table.columns.items():
                 if rnd.random() < 0.15:
                     continue             # column absent from the committed data
@@ -82,6 +83,10 @@ def _read(getter: Any, row: Any, column: str) -> tuple[str, Any]:
         return "ok", getter(row, column)
     except AttributeError:
         return "attr", None
+    except ovs.db.error.Error:
+        # The library fails on some defaulted reference columns (it feeds
+        # Atoms back to from_python); the fast path returns the default.
+        return "library-error", None
 
 
 def test_same_values_as_library_for_every_sb_column(idl: Any) -> None:
@@ -90,7 +95,10 @@ def test_same_values_as_library_for_every_sb_column(idl: Any) -> None:
     checked = 0
     for row in rows:
         for cname in row._table.columns:
-            assert _read(idl_fastpath._fast_getattr, row, cname) == _read(_ORIG, row, cname), \
+            expected = _read(_ORIG, row, cname)
+            if expected[0] == "library-error":
+                continue
+            assert _read(idl_fastpath._fast_getattr, row, cname) == expected, \
                 (row._table.name, cname)
             checked += 1
     assert checked > 500
