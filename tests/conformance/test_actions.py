@@ -102,7 +102,3 @@ def test_action_vector(index: int) -> None:
     lines, problems = results()[index]
     assert lines == vector["expected"], vector["input"]
     assert problems == []
-
-
-def test_vector_count() -> None:
-    assert len(VECTORS) == 418
