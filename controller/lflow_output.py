@@ -36,7 +36,8 @@ from controller.local_data import TrackedType, opt_first
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
 from controller.lflow.cache import LflowCache, LflowCacheConfig
-from controller.lflow.compile import CompileContext, CompiledLflow, LflowCompiler, LflowError
+from controller.lflow.compile import (CompileContext, CompiledLflow, LflowCompiler, LflowError,
+                                     mcgroup_ref)
 from controller.lflow.conj_ids import ConjIds
 from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
 from controller.tracking import TableChanges
@@ -219,6 +220,17 @@ class RefIndex:
         for d in self.by_res.values():
             d.clear()
         self.by_lflow.clear()
+
+
+def _dp_tunnel_key(dp: Any) -> int | None:
+    """Tunnel key of a Datapath_Binding reference (None if unset or gone)."""
+    dp = opt_first(dp) if isinstance(dp, list) else dp
+    if dp is None:
+        return None
+    try:
+        return int(dp.tunnel_key)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
@@ -492,8 +504,27 @@ class LflowOutput:
 
     def _multicast_group(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
-        names = {tr.row.name for tr in tc.all()}
-        uuids = self.refs.users("mcgroups", names)
+        refs: set[str] = set()
+        unkeyed: set[str] = set()
+        for tr in tc.all():
+            name = tr.row.name
+            dps = [tr.row.datapath]
+            if tr.column_changed("datapath"):
+                old_dp = opt_first(tr.old_value("datapath"))
+                if isinstance(old_dp, uuidlib.UUID):
+                    old_dp = self.tables("Datapath_Binding").get(old_dp)
+                if old_dp is not None and _dp_tunnel_key(old_dp) != _dp_tunnel_key(dps[0]):
+                    dps.append(old_dp)
+            keys = [_dp_tunnel_key(dp) for dp in dps]
+            refs.update(mcgroup_ref(k, name) for k in keys if k is not None)
+            if None in keys:
+                unkeyed.add(name)
+        if unkeyed:
+            # A group whose datapath is gone: every datapath's group of that name.
+            for ref in self.refs.by_res["mcgroups"]:
+                if ref.split("_", 1)[1] in unkeyed:
+                    refs.add(ref)
+        uuids = self.refs.users("mcgroups", refs)
         if not uuids:
             return HANDLED_UNCHANGED
         self._reprocess(self._compiler(), uuids)

@@ -150,8 +150,16 @@ class CompileContext:
     local_datapaths: Container[int] = frozenset()
 
 
+def mcgroup_ref(dp_key: int, name: str) -> str:
+    """The reference name of multicast group `name` on datapath `dp_key`
+    (as the C agent's MC_GROUP references: "<dp_tunnel_key>_<name>"), so a
+    change of one switch's group re-processes only that switch's lflows."""
+    return f"{dp_key}_{name}"
+
+
 class LflowRefs:
-    """Resources a compiled lflow depends on (objdep references)."""
+    """Resources a compiled lflow depends on (objdep references); multicast
+    groups are named per datapath (:func:`mcgroup_ref`)."""
 
     __slots__ = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
 
@@ -373,7 +381,7 @@ class _Recorder:
             return pb[1]
         if self.mcgroups is None:
             self.mcgroups = set()
-        self.mcgroups.add(name)
+        self.mcgroups.add(mcgroup_ref(self.dp_key, name))
         return self.ctx.multicast_group(self.dp_key, name)
 
     def tunnel_ofport(self, name: str) -> int | None:

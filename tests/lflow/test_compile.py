@@ -165,7 +165,7 @@ def test_port_names_resolved_per_datapath() -> None:
     for r in out:
         (f,) = r.flows
         assert f.match.get("reg15") == (32768, None)
-        assert "_MC_flood" in r.refs.mcgroups and "_MC_flood" in r.refs.ports
+        assert r.refs.mcgroups == {f"{r.dp_key}__MC_flood"} and "_MC_flood" in r.refs.ports
     assert c.stats["match_compiles"] == 1
 
 
@@ -354,7 +354,8 @@ def test_ref_index_and_forget() -> None:
         idx.add(r)
     assert idx.lflows_using("addr_sets", "as1") == {a.lflow_uuid}
     assert idx.lflows_using("ports", "p2") == {b.lflow_uuid}
-    assert idx.lflows_using("mcgroups", "_MC_flood") == {b.lflow_uuid}
+    assert idx.lflows_using("mcgroups", f"{b.dp_key}__MC_flood") == {b.lflow_uuid}
+    assert idx.lflows_using("mcgroups", "_MC_flood") == frozenset()
     idx.remove(b.lflow_uuid)
     assert idx.lflows_using("ports", "p2") == frozenset()
     assert ctx.conj_ids.find(a.lflow_uuid, LS1.uuid)
