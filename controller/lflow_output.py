@@ -254,7 +254,7 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
         pb_keys[name] = res
         return res
 
-    mg_keys = {(dp_uuid, name): row for (dp_uuid, name), row in idx.mg_by_name.by_key.items()}
+    mg_keys = idx.mg_by_name.by_key
     dp_uuid_by_key = {ld.key: ld.uuid for ld in rt.local_datapaths.values()}
 
     def multicast_group(dp_key: int, name: str) -> int | None:
@@ -274,9 +274,14 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
         ch = opt_first(pb.chassis)
         return ch is not None and ch.uuid == me.uuid
 
-    tunnels: dict[str, int] = {}
     br = st.br_int
-    if br is not None:
+    tunnels: dict[str, int] | None = None
+
+    def tunnel_ofports() -> dict[str, int]:
+        # Walks every br-int port: only when an lflow asks for a tunnel.
+        found: dict[str, int] = {}
+        if br is None:
+            return found
         for port in br.ports:
             tid = port.external_ids.get("ovn-chassis-id")
             if tid is None:
@@ -289,12 +294,18 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
             except AttributeError:
                 continue
             if isinstance(ofp, int) and ofp > 0:
-                tunnels.setdefault(tid.partition("@")[0], ofp)
+                found.setdefault(tid.partition("@")[0], ofp)
+        return found
 
     def tunnel_ofport(dp_key: int, name: str) -> int | None:
+        nonlocal tunnels
         pb = pb_by_name.get(name)
         ch = opt_first(pb.chassis) if pb is not None else None
-        return tunnels.get(ch.name) if ch is not None else None
+        if ch is None:
+            return None
+        if tunnels is None:
+            tunnels = tunnel_ofports()
+        return tunnels.get(ch.name)
 
     addr_sets = {a.name: const_set_from_integers(list(a.addresses))
                  for a in tables("Address_Set").values()}

@@ -238,8 +238,10 @@ class PflowOutput:
             mc_dps.add(dp.uuid)
             updated = True
         if mc_dps:
-            for mc in self.tables("Multicast_Group").values():
-                if mc.datapath is not None and mc.datapath.uuid in mc_dps:
+            # The groups of the touched datapaths only (the index key holds
+            # the datapath: no walk over every switch's groups).
+            for (dp_uuid, _name), mc in list(self.st.idx.mg_by_name.by_key.items()):
+                if dp_uuid in mc_dps:
                     table.remove(mc.uuid)
                     add_to_desired(table, physical.mc_group_flows(ctx, mc), mc.uuid)
         if updated:
