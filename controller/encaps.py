@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import ovs.db.data
+import ovs.db.idl
 import structlog
 
 from controller.knobs import get_knob, raw_value
@@ -27,6 +29,36 @@ log = structlog.get_logger("encaps")
 
 TUNNEL_PREF = {"geneve": 4, "stt": 2, "vxlan": 1}
 CHASSIS_ID_KEY = "ovn-chassis-id"
+_TUNNEL_KEYS = (CHASSIS_ID_KEY,)
+
+
+_PROBES: dict[tuple[int, tuple[str, ...]], tuple[Any, tuple[Any, ...]]] = {}
+
+
+def has_map_key(row: Any, column: str, keys: tuple[str, ...]) -> bool:
+    """Whether map column `column` of `row` holds one of `keys`.
+
+    br-int has one Port per VIF, so walks over it (tunnels, patch ports) must
+    not convert every port's whole ``external_ids``: an IDL row without
+    pending changes on that column is probed in its committed ``Datum``
+    (hash lookups of the key atoms); anything else reads the column."""
+    d = getattr(row, "__dict__", None)
+    if d is not None and isinstance(row, ovs.db.idl.Row):
+        changes = d.get("_changes")
+        data = d.get("_data")
+        if changes is not None and data is not None and column not in changes \
+                and not d.get("_mutations"):
+            datum = data.get(column)
+            if datum is not None:
+                col = d["_table"].columns[column]
+                probe = _PROBES.get((id(col), keys))
+                if probe is None or probe[0] is not col:
+                    probe = (col, tuple(ovs.db.data.Atom(col.type.key.type, k) for k in keys))
+                    _PROBES[(id(col), keys)] = probe
+                vals = datum.values
+                return any(a in vals for a in probe[1])
+    value = getattr(row, column)
+    return any(k in value for k in keys)
 
 
 def tunnel_id(chassis: str, ip: str) -> str:
@@ -120,10 +152,12 @@ def plan_tunnels(this_chassis: Any, chassis_rows: Iterable[Any], sb_global: Any 
     my_tz = set(get_knob(ext, "ovn-transport-zones", me))
     i_am_interconn = this_chassis.other_config.get("is-interconn") == "true"
     existing: dict[str, Any] = {}
-    used_names: set[str] = set()
     delete: list[Any] = []
-    for port in br_ports:
-        used_names.add(port.name)
+    ports = list(br_ports)
+    used: set[str] | None = None     # every br-int port name, only to name a new tunnel
+    for port in ports:
+        if not has_map_key(port, "external_ids", _TUNNEL_KEYS):
+            continue
         tid = port.external_ids.get(CHASSIS_ID_KEY)
         if tid is None:
             continue
@@ -161,11 +195,13 @@ def plan_tunnels(this_chassis: Any, chassis_rows: Iterable[Any], sb_global: Any 
                 name = port.name
                 delete.append(port)
             else:
-                name = _new_name(idx, peer.name, used_names) or ""
+                if used is None:
+                    used = {p.name for p in ports}
+                name = _new_name(idx, peer.name, used) or ""
                 if not name:
                     log.warning(f"Unable to allocate unique name for '{peer.name}' tunnel")
                     continue
-                used_names.add(name)
+                used.add(name)
             add.append(TunnelSpec(tid, best, tuple(sorted(opts.items())), name))
     delete.extend(existing.values())
     return TunnelPlan(add, delete, keep)

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 
 import structlog
 
+from controller.encaps import has_map_key
 from controller.indexes import SbIndexes
 from controller.vlog import RateLimiter
 from controller.local_data import LocalDatapath, opt_first
@@ -49,8 +50,17 @@ class PatchPlan:
     stale: list[Any]      # br-int Port rows to delete (with their peers)
 
 
-def _is_patch_to(port: Any, peer: str) -> bool:
-    return any(i.type == "patch" and i.options.get("peer") == peer for i in port.interfaces)
+def _patch_ports_by_peer(br: Any) -> dict[str, Any]:
+    """peer name -> first port of `br` with a patch interface to it (one
+    walk per bridge, not one per localnet port)."""
+    out: dict[str, Any] = {}
+    for p in br.ports:
+        for i in p.interfaces:
+            if i.type == "patch":
+                peer = i.options.get("peer")
+                if peer:
+                    out.setdefault(peer, p)
+    return out
 
 
 def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
@@ -66,10 +76,10 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
         net_to_bridge[net] = br
     existing: dict[str, Any] = {}
     for p in br_int.ports:
-        ext = p.external_ids      # one conversion per port, not one per key
-        if any(k in ext for k in PATCH_KEYS):
+        if has_map_key(p, "external_ids", PATCH_KEYS):   # (no conversion per VIF port)
             existing[p.name] = p
     create: list[PatchSpec] = []
+    peers: dict[str, dict[str, Any]] = {}    # bridge -> patch peer -> its first port
     for ld in local_dps.values():
         for pb in idx.pbs_on_datapath(ld.uuid):
             if pb.type == "l2gateway":
@@ -101,11 +111,10 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
             n1 = patch_port_name(br_int.name, pb.logical_port)
             n2 = patch_port_name(pb.logical_port, br_int.name)
             for br, name, peer in ((br_int, n1, n2), (br_ln, n2, n1)):
-                found = None
-                for p in br.ports:
-                    if _is_patch_to(p, peer):
-                        found = p
-                        break
+                by_peer = peers.get(br.name)
+                if by_peer is None:
+                    by_peer = peers[br.name] = _patch_ports_by_peer(br)
+                found = by_peer.get(peer)
                 if found is not None:
                     existing.pop(found.name, None)
                     continue

@@ -68,3 +68,44 @@ def test_plan_keeps_matching_tunnel_and_replaces_changed_one():
     plan2 = plan_tunnels(me, [me, peer], None, {"ovn-encap-tos": "inherit"}, [port])
     assert plan2.delete == [port]
     assert plan2.add[0].name == "ovn-hv2-0" and ("tos", "inherit") in plan2.add[0].options
+
+
+def test_has_map_key_on_idl_rows_and_plain_objects() -> None:
+    import uuid
+
+    import ovs.db.data
+    import ovs.db.idl
+    from types import SimpleNamespace
+
+    from controller.db import SB_SCHEMA
+    from controller.encaps import has_map_key
+
+    helper = ovs.db.idl.SchemaHelper(SB_SCHEMA)
+    helper.register_all()
+    idl = ovs.db.idl.Idl("unix:/nonexistent/sb.sock", helper)
+    try:
+        table = idl.tables["Chassis"]
+        col = table.columns["external_ids"]
+
+        def row(ext: dict[str, str]) -> ovs.db.idl.Row:
+            return ovs.db.idl.Row(idl, table, uuid.uuid4(), {
+                "external_ids": ovs.db.data.Datum.from_python(col.type, ext,
+                                                              ovs.db.idl._row_to_uuid)})
+
+        keys = ("ovn-chassis-id", "ovn-localnet-port")
+        assert has_map_key(row({"ovn-localnet-port": "ln1", "x": "y"}), "external_ids", keys)
+        assert not has_map_key(row({"iface-id": "vif1"}), "external_ids", keys)
+        assert not has_map_key(row({}), "external_ids", keys)
+        # A value equal to a key does not count.
+        assert not has_map_key(row({"a": "ovn-chassis-id"}), "external_ids", keys)
+        # A column changed in the open transaction is read through the library.
+        r = row({"iface-id": "vif1"})
+        r.__dict__["_changes"]["external_ids"] = ovs.db.data.Datum.from_python(
+            col.type, {"ovn-chassis-id": "hv2@1.2.3.4"}, ovs.db.idl._row_to_uuid)
+        assert has_map_key(r, "external_ids", keys)
+        # Plain objects (tests, fakes) are read as attributes.
+        assert has_map_key(SimpleNamespace(external_ids={"ovn-chassis-id": "a"}),
+                           "external_ids", keys)
+        assert not has_map_key(SimpleNamespace(external_ids={}), "external_ids", keys)
+    finally:
+        idl.close()
