@@ -7,8 +7,9 @@ table operation (desired table, installed table, diff) reuses it instead of
 rehashing the match.
 
 The encoded OpenFlow 1.5 body (ofp_match followed by the apply-actions
-instruction) is cached in `_wire` the first time the flow is sent, and reused
-whenever the same flow is sent again (resync after reconnect, modify).
+instruction) is cached in `_wire` by `wire()`; `encode()` (what a put uses)
+reuses that cache but does not fill it, so that the hundreds of thousands of
+installed flows do not each keep a copy of their bytes.
 
 Flows are treated as immutable after construction.  Appending conjunction
 actions makes a new Flow (`with_actions`), which keeps the old key_hash.
@@ -127,6 +128,15 @@ class Flow:
         if w is None:
             w = self.match.encode() + encode_instructions(self.actions)
             self._wire = w
+        return w
+
+    def encode(self) -> bytes:
+        """Like `wire()` but without caching what it encodes: the put path
+        uses it so that installed flows keep no copy of their wire bytes
+        (seed-500: ~165k flows, tens of MiB)."""
+        w = self._wire
+        if w is None:
+            return self.match.encode() + encode_instructions(self.actions)
         return w
 
     def has_conjunction(self) -> bool:
