@@ -13,13 +13,14 @@ engine falls back to ``run``); ofctrl only sends the difference.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import structlog
 
 import physical
 from controller.binding import TUNNEL_TYPES, iface_ofport
 from controller.coverage import COVERAGE
+from controller.encaps import has_map_key
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
 from controller.engine_nodes import AgentState
@@ -62,6 +63,62 @@ class _SbView:
         self.load_balancers = list(tables("Load_Balancer").values())
 
 
+_OVN_PORT_KEYS = ("ovn-chassis-id", "ovn-localnet-port", "ovn-l2gateway-port")
+
+
+class VifOfports(Mapping[str, int]):
+    """logical port -> OpenFlow port of its local VIF (a container port: its
+    parent's), read from the Interface only when asked: an incremental run
+    looks up a few ports, not every VIF of br-int."""
+
+    __slots__ = ("_bindings", "_children", "_cache")
+
+    def __init__(self, bindings: Mapping[str, Any]) -> None:
+        self._bindings = bindings
+        self._children: dict[str, Any] | None = None
+        self._cache: dict[str, int | None] = {}
+
+    def _lookup(self, name: str) -> int | None:
+        lb = self._bindings.get(name)
+        if lb is not None and lb.iface is not None:
+            return iface_ofport(lb.iface)
+        if self._children is None:
+            children: dict[str, Any] = {}
+            for parent in self._bindings.values():
+                if parent.iface is not None:
+                    for child in parent.children:
+                        children.setdefault(child, parent)
+            self._children = children
+        parent = self._children.get(name)
+        return iface_ofport(parent.iface) if parent is not None else None
+
+    def __getitem__(self, name: str) -> int:
+        if name in self._cache:
+            v = self._cache[name]
+        else:
+            v = self._cache[name] = self._lookup(name)
+        if v is None:
+            raise KeyError(name)
+        return v
+
+    def _names(self) -> list[str]:
+        names = [n for n, lb in self._bindings.items() if lb.iface is not None]
+        seen = set(names)
+        for lb in self._bindings.values():
+            if lb.iface is not None:
+                for child in lb.children:
+                    if child not in seen:
+                        seen.add(child)
+                        names.append(child)
+        return names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
                      template_rows: Any, geneve_field: str | None) -> physical.PhysicalContext:
     rt = st.rt
@@ -73,24 +130,16 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
             external_ports=dict(ld.external_ports),
             # shared on purpose: physical.lport_update keeps it current
             multichassis_ports=ld.multichassis_ports)
-    vif_ofports: dict[str, int] = {}
-    primary: set[str] = set()
-    for name, lb in rt.bindings.items():
-        if lb.iface is not None:
-            vif_ofports[name] = iface_ofport(lb.iface)
-            for child in lb.children:
-                vif_ofports.setdefault(child, iface_ofport(lb.iface))
-        if lb.pb is not None:
-            primary.add(name)
+    vif_ofports = VifOfports(rt.bindings)
+    primary = {name for name, lb in rt.bindings.items() if lb.pb is not None}
     tunnels: list[physical.ChassisTunnel] = []
     patch_ofports: dict[str, int] = {}
     br = st.br_int
     if br is not None:
         for port in br.ports:
-            ext = port.external_ids
-            if "ovn-chassis-id" not in ext and "ovn-localnet-port" not in ext \
-                    and "ovn-l2gateway-port" not in ext:
+            if not has_map_key(port, "external_ids", _OVN_PORT_KEYS):
                 continue          # a VIF: nothing to read (the common case)
+            ext = port.external_ids
             ifaces = list(port.interfaces)
             if len(ifaces) != 1:
                 continue

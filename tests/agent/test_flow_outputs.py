@@ -184,3 +184,21 @@ def test_deleting_one_lflow_keeps_the_other_owner_of_a_shared_clause_flow():
     assert _conjunctions(out, "tp_dst=9090") == [(2, 2)]
     assert not [d for d in out.data.flow_table if d.flow.match == "tp_dst=80"]
     assert a.uuid not in out.refs.by_lflow and b.uuid in out.refs.by_lflow
+
+
+def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
+    from types import SimpleNamespace
+
+    from controller.pflow_output import VifOfports
+
+    def lb(ofport: int | None, children: tuple[str, ...] = ()) -> SimpleNamespace:
+        iface = SimpleNamespace(ofport=[ofport]) if ofport is not None else None
+        return SimpleNamespace(iface=iface, children=list(children), pb=None)
+
+    bindings = {"vm1": lb(5, ("c1", "vm3")), "vm2": lb(7, ("c1", "c2")), "vm3": lb(9),
+                "gone": lb(None, ("c9",))}
+    m = VifOfports(bindings)
+    assert m.get("vm1") == 5 and m["vm3"] == 9          # own binding beats a parent's
+    assert m.get("c1") == 5 and m.get("c2") == 7        # first parent wins
+    assert m.get("gone") is None and m.get("c9") is None and "nope" not in m
+    assert dict(m) == {"vm1": 5, "vm2": 7, "vm3": 9, "c1": 5, "c2": 7}
