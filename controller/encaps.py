@@ -36,7 +36,8 @@ _PROBES: dict[tuple[int, tuple[str, ...]], tuple[Any, tuple[Any, ...]]] = {}
 
 
 def has_map_key(row: Any, column: str, keys: tuple[str, ...]) -> bool:
-    """Whether map column `column` of `row` holds one of `keys`.
+    """Whether map column `column` of `row` holds one of `keys` (for a set
+    or scalar column: one of `keys` is among its values).
 
     br-int has one Port per VIF, so walks over it (tunnels, patch ports) must
     not convert every port's whole ``external_ids``: an IDL row without
@@ -49,6 +50,12 @@ def has_map_key(row: Any, column: str, keys: tuple[str, ...]) -> bool:
         if changes is not None and data is not None and column not in changes \
                 and not d.get("_mutations"):
             datum = data.get(column)
+            if datum is None and type(data) is ovs.db.idl.ColumnDefaultDict \
+                    and column in d["_table"].columns:
+                # Never sent by the server: the column's default, which holds
+                # no map key and no set value (a scalar's default never
+                # equals one of the probed non-empty keys either).
+                return any(not k for k in keys) and d["_table"].columns[column].type.is_scalar()
             if datum is not None:
                 col = d["_table"].columns[column]
                 probe = _PROBES.get((id(col), keys))
@@ -58,6 +65,8 @@ def has_map_key(row: Any, column: str, keys: tuple[str, ...]) -> bool:
                 vals = datum.values
                 return any(a in vals for a in probe[1])
     value = getattr(row, column)
+    if isinstance(value, (str, int, float)):
+        return value in keys
     return any(k in value for k in keys)
 
 

@@ -31,6 +31,9 @@ PATCH_KEYS = ("ovn-localnet-port", "ovn-l2gateway-port", "ovn-l3gateway-port",
               "ovn-logical-patch-port")
 
 
+_PATCHED_TYPES = ("localnet", "l2gateway")
+
+
 def patch_port_name(src: str, dst: str) -> str:
     return f"patch-{src}-to-{dst}"
 
@@ -82,6 +85,8 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
     peers: dict[str, dict[str, Any]] = {}    # bridge -> patch peer -> its first port
     for ld in local_dps.values():
         for pb in idx.pbs_on_datapath(ld.uuid):
+            if not has_map_key(pb, "type", _PATCHED_TYPES):
+                continue          # (most ports: no conversion of the row's type)
             if pb.type == "l2gateway":
                 key, check_chassis = "ovn-l2gateway-port", True
             elif pb.type == "localnet":

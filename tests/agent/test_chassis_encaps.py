@@ -103,6 +103,18 @@ def test_has_map_key_on_idl_rows_and_plain_objects() -> None:
         r.__dict__["_changes"]["external_ids"] = ovs.db.data.Datum.from_python(
             col.type, {"ovn-chassis-id": "hv2@1.2.3.4"}, ovs.db.idl._row_to_uuid)
         assert has_map_key(r, "external_ids", keys)
+        # A column the server never sent holds its default (empty) value.
+        bare = ovs.db.idl.Row(idl, table, uuid.uuid4(), ovs.db.idl.ColumnDefaultDict(table))
+        assert not has_map_key(bare, "external_ids", keys)
+        # Scalar columns: the value itself is probed.
+        pbs = idl.tables["Port_Binding"]
+        tcol = pbs.columns["type"]
+        ln = ovs.db.idl.Row(idl, pbs, uuid.uuid4(), ovs.db.idl.ColumnDefaultDict(pbs))
+        assert not has_map_key(ln, "type", ("localnet", "l2gateway"))
+        ln._data["type"] = ovs.db.data.Datum.from_python(tcol.type, "localnet",
+                                                         ovs.db.idl._row_to_uuid)
+        assert has_map_key(ln, "type", ("localnet", "l2gateway"))
+        assert not has_map_key(ln, "type", ("l2gateway",))
         # Plain objects (tests, fakes) are read as attributes.
         assert has_map_key(SimpleNamespace(external_ids={"ovn-chassis-id": "a"}),
                            "external_ids", keys)
