@@ -252,16 +252,37 @@ class PflowOutput:
         return UNHANDLED if self.st.ct.recomputed else HANDLED_UNCHANGED
 
     def _if_status_mgr(self, node: Node, inp: Node) -> Handled:
-        """Interface MTUs feed only the PMTUD flows of the port itself: rebuild
-        the lports whose MTU moved (a recompute of the manager: everything)."""
+        """Interface MTUs feed only the PMTUD flows of multichassis ports, which
+        every port of their datapath carries: rebuild those datapaths' ports
+        (a recompute of the manager: everything)."""
         changed = self.st.if_mgr.mtu_changed
-        if changed is None or len(changed) > MTU_REBUILD_MAX:
-            return UNHANDLED      # (many ports at once: a recompute is cheaper)
-        pbs = [pb for pb in (self.st.idx.pb_by_name.get(name) for name in sorted(changed))
-               if pb is not None]
-        if not pbs:
+        if changed is None:
+            return UNHANDLED      # the manager was recomputed: any MTU may have moved
+        # Only a multichassis port's MTU is in flows (its datapath's PMTUD
+        # flows); vswitchd setting the MTU of many plain VIFs at once (e.g.
+        # on the first port added after start) changes nothing.
+        rt = self.st.rt
+        dps: dict[Any, Any] = {}
+        for name in sorted(changed):
+            pb = self.st.idx.pb_by_name.get(name)
+            if pb is None or pb.datapath is None:
+                continue
+            dp = pb.datapath
+            ld = rt.local_datapaths.get(dp.uuid)
+            if ld is None:
+                continue
+            if name in ld.multichassis_ports or pb.additional_chassis:
+                dps.setdefault(dp.uuid, pb)
+        if not dps:
             return HANDLED_UNCHANGED
-        return self._rebuild_lports(self._ctx(), [(pb, False) for pb in pbs])
+        if len(dps) > MTU_REBUILD_MAX:
+            return UNHANDLED      # (many datapaths at once: a recompute is cheaper)
+        changes: list[tuple[Any, bool]] = []
+        for dp_uuid, pb in dps.items():
+            changes.append((pb, False))
+            changes += [(p, False) for p in self.st.idx.pbs_on_datapath(dp_uuid)
+                        if p.uuid != pb.uuid]
+        return self._rebuild_lports(self._ctx(), changes)
 
     def _rebuild_lports(self, ctx: physical.PhysicalContext,
                         changes: list[tuple[Any, bool]]) -> Handled:

@@ -65,24 +65,38 @@ def test_extend_bridge_parses_group_specs_once():
     assert meters.table.calls[0] == ("acl-meter", u, None)
 
 
-def test_pflow_if_status_mgr_handler_rebuilds_only_mtu_changes():
+def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
     from types import SimpleNamespace
 
     from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
     from controller.pflow_output import PflowOutput
 
-    pbs = {"vm1": FakeRow(logical_port="vm1"), "vm2": FakeRow(logical_port="vm2")}
+    dp1, dp2 = FakeRow(tunnel_key=1), FakeRow(tunnel_key=2)
+    pbs = {"vm1": FakeRow(logical_port="vm1", datapath=dp1, additional_chassis=[]),
+           "vm2": FakeRow(logical_port="vm2", datapath=dp2, additional_chassis=[]),
+           "vm3": FakeRow(logical_port="vm3", datapath=dp2, additional_chassis=[]),
+           "far": FakeRow(logical_port="far", datapath=FakeRow(tunnel_key=3),
+                          additional_chassis=["hv9"])}
+    lds = {dp1.uuid: SimpleNamespace(multichassis_ports={}),
+           dp2.uuid: SimpleNamespace(multichassis_ports={"vm2": pbs["vm2"]})}
+    by_dp = {dp1.uuid: [pbs["vm1"]], dp2.uuid: [pbs["vm2"], pbs["vm3"]]}
     mgr = SimpleNamespace(mtu_changed=set())
-    st = SimpleNamespace(if_mgr=mgr, idx=SimpleNamespace(pb_by_name=pbs))
+    st = SimpleNamespace(if_mgr=mgr, rt=SimpleNamespace(local_datapaths=lds),
+                         idx=SimpleNamespace(pb_by_name=pbs, pbs_on_datapath=by_dp.__getitem__))
     pf = PflowOutput(st, lambda name: {}, lambda: None)   # type: ignore[arg-type]
     calls = []
     pf._ctx = lambda: "ctx"   # type: ignore[method-assign]
     pf._rebuild_lports = lambda ctx, ch: calls.append(ch) or HANDLED_UPDATED  # type: ignore
 
     assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UNCHANGED
-    mgr.mtu_changed = {"vm2", "gone"}
+    # Plain VIFs (and ports of non-local datapaths): their MTU is in no flow.
+    mgr.mtu_changed = {"vm1", "vm3", "far", "gone"}
+    assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UNCHANGED
+    assert calls == []
+    # A multichassis port: every port of its datapath carries its PMTUD flows.
+    mgr.mtu_changed = {"vm1", "vm2", "gone"}
     assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UPDATED
-    assert calls == [[(pbs["vm2"], False)]]
+    assert calls == [[(pbs["vm2"], False), (pbs["vm3"], False)]]
     mgr.mtu_changed = None          # the manager node was recomputed
     assert pf.handlers["if_status_mgr"](None, None) is UNHANDLED
 
