@@ -204,7 +204,7 @@ class Daemon:
         if self.sb is not None:
             self.sb.idl._min_index = 0
             self.sb.force_reconnect()
-        self.engine.set_force_recompute()
+        self.engine.set_force_recompute("SB cluster state reset, force recompute.")
         self._wake = True
 
     def ignore_startup_delay(self) -> None:
@@ -299,6 +299,20 @@ class Daemon:
         t = self.ovs.tracker
         return t.reset or any(t.has_changes(n) for n in
                               ("Open_vSwitch", "Bridge", "Port", "Interface"))
+
+    def _engine_skip_reason(self, sb: dbmod.IdlLoop | None) -> str:
+        """Why this iteration did not run the engine (for the recompute log)."""
+        if sb is None or not sb.has_ever_connected:
+            return "OVNSB not connected"
+        if self._version_mismatch:
+            return "northd version mismatch"
+        if self.chassis is None:
+            return "no chassis yet"
+        if self.br_int is None:
+            return "no integration bridge"
+        if self.exiting:
+            return "exiting"
+        return "engine not run"
 
     def _tunnels_may_change(self, sb: dbmod.IdlLoop) -> bool:
         """encaps_run only when its inputs moved (it walks every br-int port)."""
@@ -454,7 +468,7 @@ class Daemon:
             self._version_mismatch = True
             return False
         if self._version_mismatch:
-            self.engine.set_force_recompute()
+            self.engine.set_force_recompute("northd version matches again, force recompute.")
         self._version_mismatch = False
         return True
 
@@ -491,7 +505,9 @@ class Daemon:
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})
                 self._sb_loaded = sb.has_ever_connected
-                self.engine.set_force_recompute()
+                self.engine.set_force_recompute(
+                    "OVNSB contents replaced, force recompute." if sb_res.reset
+                    else "OVNSB contents loaded, force recompute.")
             else:
                 self.st.idx.apply(sb.tracker)
         ls.stage_done("idl-run")
@@ -541,7 +557,10 @@ class Daemon:
                                      (sb is not None and sb.tracker.any_changes())):
             # The tracked changes of this iteration are about to be dropped
             # unprocessed: the next run must be a full recompute.
-            self.engine.set_force_recompute()
+            if not self.engine.force_recompute:
+                self.engine.set_force_recompute(
+                    f"tracked changes dropped ({self._engine_skip_reason(sb)}), "
+                    "force recompute.")
         if self.unixctl is not None:
             self.unixctl.run()
         self._commit()
@@ -583,7 +602,11 @@ class Daemon:
         self._engine_ran = True
         sw.stop()
         if not ran or self.engine.aborted:
-            self.engine.set_force_recompute()
+            if not self.engine.force_recompute:
+                why = "SB transaction in flight" if sb.txn is None else \
+                    "OpenFlow backlog" if not allowed else "unknown"
+                self.engine.set_force_recompute(
+                    f"engine run aborted (recompute not allowed: {why}), force recompute.")
             self._wake = True
         else:
             self.engine.clear_force()
@@ -688,7 +711,7 @@ class Daemon:
             self.sb.commit()
             if self.sb.commit_failed:
                 self.sb.commit_failed = False
-                self.engine.set_force_recompute()
+                self.engine.set_force_recompute("OVNSB commit failed, force recompute.")
         st = self.ovs.commit()
         if st == "success" or st == "unchanged":
             self.st.ct.db_committed()
