@@ -69,7 +69,9 @@ def _patch_ports_by_peer(br: Any) -> dict[str, Any]:
 def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
                      mappings: Iterable[tuple[str, str]], chassis: Any,
                      local_dps: Mapping[Any, LocalDatapath], idx: SbIndexes,
-                     missed: set[str]) -> PatchPlan:
+                     missed: set[str], scan_ports: bool = True) -> PatchPlan:
+    """``scan_ports`` False: skip the local datapaths' ports (only right
+    when no mapping names an existing bridge, so none can get a patch)."""
     net_to_bridge: dict[str, Any] = {}
     for net, brname in mappings:
         br = bridges_by_name.get(brname)
@@ -83,7 +85,7 @@ def plan_patch_ports(br_int: Any, bridges_by_name: Mapping[str, Any],
             existing[p.name] = p
     create: list[PatchSpec] = []
     peers: dict[str, dict[str, Any]] = {}    # bridge -> patch peer -> its first port
-    for ld in local_dps.values():
+    for ld in (local_dps.values() if scan_ports else ()):
         for pb in idx.pbs_on_datapath(ld.uuid):
             if not has_map_key(pb, "type", _PATCHED_TYPES):
                 continue          # (most ports: no conversion of the row's type)
@@ -154,6 +156,9 @@ class StartupDelay:
 class Patches:
     def __init__(self) -> None:
         self.missed: set[str] = set()
+        # Local datapaths whose ports were last scanned while no mapping named
+        # an existing bridge (then a scan only logs skipped localnet ports).
+        self._scanned_unmapped: frozenset[Any] | None = None
 
     def run(self, ovs_txn: Any | None, ovs_tables: Mapping[str, Any], br_int: Any | None,
             mappings: Iterable[tuple[str, str]], chassis: Any,
@@ -164,7 +169,13 @@ class Patches:
         if ovs_txn is None or br_int is None:
             return False
         bridges = {b.name: b for b in ovs_tables["Bridge"].rows.values()}
-        plan = plan_patch_ports(br_int, bridges, mappings, chassis, local_dps, idx, self.missed)
+        mappings = list(mappings)
+        mapped = any(brname in bridges for _net, brname in mappings)
+        dps = frozenset(local_dps)
+        scan = mapped or dps != self._scanned_unmapped
+        plan = plan_patch_ports(br_int, bridges, mappings, chassis, local_dps, idx, self.missed,
+                                scan_ports=scan)
+        self._scanned_unmapped = None if mapped else dps
         if not may_delete:
             plan.stale = []
         if not plan.create and not plan.stale:

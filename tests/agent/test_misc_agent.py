@@ -131,3 +131,45 @@ def test_bfd_chassis_and_config():
     sbg = FakeRow(options={"bfd-min-rx": "100", "bfd-mult": "3"})
     assert bfd_config(sbg) == {"enable": "true", "check_tnl_key": "true", "min_rx": "100",
                                "mult": "3"}
+
+
+def test_patches_skip_port_scan_while_no_mapping_names_a_bridge():
+    from controller.patch import Patches
+
+    d = dp(1)
+    ln = pb("ln", d, 1, type="localnet", options={"network_name": "phys"})
+    idx = SbIndexes()
+    idx.rebuild({"Port_Binding": {ln.uuid: ln}})
+    scans = []
+    real = idx.pbs_on_datapath
+    idx.pbs_on_datapath = lambda u: scans.append(u) or real(u)   # type: ignore[method-assign]
+    br_int = FakeRow(name="br-int", ports=[])
+    tables = {"Bridge": FakeRow(rows={br_int.uuid: br_int})}
+    lds = {d.uuid: LocalDatapath(d)}
+    p = Patches()
+    txn = FakeRow()
+    for _ in range(3):
+        assert not p.run(txn, tables, br_int, [("phys", "br-phys")], FakeRow(name="hv1"),
+                         lds, idx)
+    assert scans == [d.uuid]                 # scanned once (to log the skipped port)
+    assert p.missed == {"ln;phys"}
+    d2 = dp(2)
+    lds[d2.uuid] = LocalDatapath(d2)          # a new local datapath: scanned again
+    p.run(txn, tables, br_int, [("phys", "br-phys")], FakeRow(name="hv1"), lds, idx)
+    assert len(scans) == 3
+    # Once the bridge exists, every run scans (and creates the pair).
+    br_phys = FakeRow(name="br-phys", ports=[])
+    tables["Bridge"].rows[br_phys.uuid] = br_phys
+
+    class Txn:
+        def add_comment(self, text: str) -> None:
+            pass
+
+        def insert(self, table: object) -> FakeRow:
+            return FakeRow()
+
+    before = len(scans)
+    results = [p.run(Txn(), {**tables, "Interface": None, "Port": None}, br_int,
+                     [("phys", "br-phys")], FakeRow(name="hv1"), lds, idx) for _ in range(2)]
+    assert results == [True, False]          # the pair is created, then found
+    assert len(scans) == before + 4          # 2 runs x 2 local datapaths
