@@ -86,6 +86,7 @@ class Coverage:
 
 AGENT_COUNTERS = ("lflow_run", "physical_run", "long_poll_interval", "txn_success",
                   "txn_try_again", "txn_error", "txn_unchanged", "txn_incomplete",
-                  "ct_zone_commit", "binding_recompute", "engine_recompute")
+                  "ct_zone_commit", "binding_recompute", "engine_recompute",
+                  "lflow_parse_error")
 
 COVERAGE = Coverage(AGENT_COUNTERS)

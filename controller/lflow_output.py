@@ -418,6 +418,7 @@ class LflowOutput:
         for res in comp.compile_lflow_local(self.views.lflow(row)):
             if isinstance(res, LflowError):
                 self.n_errors += 1
+                COVERAGE.inc("lflow_parse_error")
                 log.warn_rl(_rl_err, f"error compiling lflow {res.lflow_uuid}: {res.message}")
                 continue
             assert isinstance(res, CompiledLflow)

@@ -317,11 +317,6 @@ def coverage_totals(box: Sandbox) -> dict[str, int]:
     return totals
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "agent gap: controller/lflow_output.py counts lflow compile errors only in "
-    "LflowOutput.n_errors and a rate-limited WARN; no coverage counter is bumped "
-    "(coverage/show has only lflow_run, physical_run, engine_recompute, "
-    "binding_recompute, ct_zone_commit, long_poll_interval)"))
 def test_malformed_lflow_counted_in_coverage(sandbox_factory: SandboxFactory) -> None:
     box = started(sandbox_factory)
     before = coverage_totals(box)
@@ -336,3 +331,4 @@ def test_malformed_lflow_counted_in_coverage(sandbox_factory: SandboxFactory) ->
              if v > before.get(n, 0) and re.search(r"lflow|parse|error|invalid", n)
              and n != "lflow_run"}
     assert grown, f"no error counter moved: {before} -> {after}"
+    assert after.get("lflow_parse_error", 0) > before.get("lflow_parse_error", 0)
