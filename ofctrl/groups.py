@@ -47,11 +47,6 @@ class ExtendInfo:
         self.owners: set[Hashable] = set()
         self.spec = spec
 
-    @property
-    def lflows(self) -> set[Hashable]:
-        """The owners (alias used by controller.lflow's ExtendTable)."""
-        return self.owners
-
     def __repr__(self) -> str:
         return "ExtendInfo(%r, id=%d)" % (self.name, self.table_id)
 
@@ -150,10 +145,6 @@ class ExtendTable:
     def unneeded(self) -> Iterator[ExtendInfo]:
         """Installed entries no longer desired."""
         return (e for e in list(self.existing.values()) if e.peer is None)
-
-    def installed_unwanted(self) -> Iterator[ExtendInfo]:
-        """Alias of `unneeded` (controller.lflow ExtendTable API)."""
-        return self.unneeded()
 
     def remove_existing(self, e: "ExtendInfo | str") -> None:
         if isinstance(e, str):

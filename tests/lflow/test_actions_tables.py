@@ -44,7 +44,7 @@ def test_installed_ids_stay_reserved(table_class: type[GroupTable | MeterTable])
     t.sync()
     assert list(t.uninstalled()) == []
     t.remove_desired(A)
-    assert [e.name for e in t.installed_unwanted()] == ["g1"]
+    assert [e.name for e in t.unneeded()] == ["g1"]
     # Still installed: a new name must not take id 1 ...
     assert t.assign_id("g2", B) == 2
     # ... and the installed name gets its old id back.
