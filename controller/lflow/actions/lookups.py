@@ -41,16 +41,26 @@ class GetMacBind(OvnAction):
         restore_args(args, out)
 
 
+
+def parse_field_args(ctx: ActionContext, *widths: int) -> list[FieldRef] | None:
+    """The comma-separated field arguments of a call and its closing `)`, each
+    checked for `width` bits (0: a string field such as inport); None on error."""
+    lexer = ctx.lexer
+    fields: list[FieldRef | None] = []
+    for i, width in enumerate(widths):
+        if i:
+            lexer.force_match(lx.T_COMMA)
+        fields.append(ctx.parse_checked_field(width, False))
+    lexer.force_match(lx.T_RPAREN)
+    if ctx.error or any(f is None for f in fields):
+        return None
+    return [f for f in fields if f is not None]
+
 def parse_get_mac_bind(ctx: ActionContext, name: str, width: int) -> OvnAction | None:
     lexer = ctx.lexer
     lexer.force_match(lx.T_LPAREN)
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    ip = ctx.parse_checked_field(width, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or ip is None or ctx.error:
-        return None
-    return GetMacBind(name, port, ip)
+    args = parse_field_args(ctx, 0, width)
+    return None if args is None else GetMacBind(name, *args)
 
 
 # ---------------------------------------------------------------------------
@@ -79,15 +89,8 @@ class PutMacBind(OvnAction):
 def parse_put_mac_bind(ctx: ActionContext, name: str, width: int) -> OvnAction | None:
     lexer = ctx.lexer
     lexer.force_match(lx.T_LPAREN)
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    ip = ctx.parse_checked_field(width, False)
-    lexer.force_match(lx.T_COMMA)
-    mac = ctx.parse_checked_field(48, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or ip is None or mac is None or ctx.error:
-        return None
-    return PutMacBind(name, port, ip, mac)
+    args = parse_field_args(ctx, 0, width, 48)
+    return None if args is None else PutMacBind(name, *args)
 
 
 # ---------------------------------------------------------------------------
@@ -120,15 +123,8 @@ def parse_lookup_mac_bind(ctx: ActionContext, dst: FieldRef, name: str,
         return None
     lexer.get()
     lexer.get()
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    ip = ctx.parse_checked_field(width, False)
-    lexer.force_match(lx.T_COMMA)
-    mac = ctx.parse_checked_field(48, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or ip is None or mac is None or ctx.error:
-        return None
-    return LookupMacBind(name, dst, port, ip, mac)
+    args = parse_field_args(ctx, 0, width, 48)
+    return None if args is None else LookupMacBind(name, dst, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +155,8 @@ def parse_lookup_mac_bind_ip(ctx: ActionContext, dst: FieldRef, name: str,
         return None
     lexer.get()
     lexer.get()
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    ip = ctx.parse_checked_field(width, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or ip is None or ctx.error:
-        return None
-    return LookupMacBindIp(name, dst, port, ip)
+    args = parse_field_args(ctx, 0, width)
+    return None if args is None else LookupMacBindIp(name, dst, *args)
 
 
 # ---------------------------------------------------------------------------
@@ -189,13 +180,8 @@ class PutFdb(OvnAction):
 def parse_put_fdb(ctx: ActionContext) -> OvnAction | None:
     lexer = ctx.lexer
     lexer.force_match(lx.T_LPAREN)
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    mac = ctx.parse_checked_field(48, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or mac is None or ctx.error:
-        return None
-    return PutFdb(port, mac)
+    args = parse_field_args(ctx, 0, 48)
+    return None if args is None else PutFdb(*args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +209,8 @@ def parse_get_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
     lexer.get()
     if dst.n_bits and not check_result_dst(ctx, dst, 32):
         return None
-    mac = ctx.parse_checked_field(48, False)
-    lexer.force_match(lx.T_RPAREN)
-    if mac is None or ctx.error:
-        return None
-    return GetFdb(dst, mac)
+    args = parse_field_args(ctx, 48)
+    return None if args is None else GetFdb(dst, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,13 +239,8 @@ def parse_lookup_fdb(ctx: ActionContext, dst: FieldRef) -> OvnAction | None:
     lexer.get()
     if not check_result_dst(ctx, dst):
         return None
-    port = ctx.parse_checked_field(0, False)
-    lexer.force_match(lx.T_COMMA)
-    mac = ctx.parse_checked_field(48, False)
-    lexer.force_match(lx.T_RPAREN)
-    if port is None or mac is None or ctx.error:
-        return None
-    return LookupFdb(dst, port, mac)
+    args = parse_field_args(ctx, 0, 48)
+    return None if args is None else LookupFdb(dst, *args)
 
 
 # ---------------------------------------------------------------------------
