@@ -215,6 +215,38 @@ class CtZones:
             return False
         return self._alloc(name, [1])
 
+    def users_added(self, names: Iterable[str], new_dps: Iterable[Any]) -> bool | None:
+        """New users in one batch, as a full run would treat them: first the
+        SNAT zones requested by datapaths that just became local, then the
+        lowest free zone to each user without one, in name order.  None when
+        only a full run can do it (a requested zone belongs to another user).
+        True if a zone was assigned."""
+        users = set(names)
+        changed = False
+        for dp in new_dps:
+            dk, sk = dnat_key(dp.uuid), snat_key(dp.uuid)
+            users.update((dk, sk))
+            req = requested_snat_zone(dp)
+            if req < 0 or self.current.get(sk) == req:
+                continue
+            if req in self.used:
+                return None
+            old = self.current.get(sk)
+            if old is not None and old not in (v for k, v in self.current.items()
+                                               if k != sk):
+                self.used.discard(old)
+            self.current[sk] = req
+            self.used.add(req)
+            self._queue(sk, req, True)
+            changed = True
+        if self.seen is not None:
+            self.seen |= users
+        scan = [1]
+        for name in sorted(users):
+            if name not in self.current:
+                changed = self._alloc(name, scan) or changed
+        return changed
+
     def lport_removed(self, name: str) -> bool:
         return self._free(name)
 

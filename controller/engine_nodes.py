@@ -204,18 +204,25 @@ class AgentNodes:
             return UNHANDLED
         ct = self.st.ct
         updated = False
+        added: list[str] = []
+        new_dps: list[Any] = []
         for tdp in rt.tracked_dps.dps.values():
-            if tdp.type is TrackedType.NEW:
-                return UNHANDLED
+            if tdp.type is TrackedType.NEW and tdp.datapath.uuid in rt.local_datapaths:
+                new_dps.append(tdp.datapath)
             for name, (pb, ttype) in tdp.lports.items():
                 if pb.type not in ("", "localport", "localnet"):
                     continue
                 if ttype in (TrackedType.NEW, TrackedType.UPDATED):
-                    if name in rt.local_lports and ct.lport_added(name):
-                        updated = True
+                    if name in rt.local_lports:
+                        added.append(name)
                 elif ttype is TrackedType.REMOVED:
                     if ct.lport_removed(name):
                         updated = True
+        if added or new_dps:
+            res = ct.users_added(added, new_dps)
+            if res is None:
+                return UNHANDLED
+            updated = res or updated
         return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
 
 

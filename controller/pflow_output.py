@@ -285,10 +285,11 @@ class PflowOutput:
         return self._rebuild_lports(self._ctx(), changes)
 
     def _rebuild_lports(self, ctx: physical.PhysicalContext,
-                        changes: list[tuple[Any, bool]]) -> Handled:
+                        changes: list[tuple[Any, bool]],
+                        extra_mc_dps: set[Any] | None = None) -> Handled:
         table = self.data.flow_table
-        mc_dps: set[Any] = set()
-        updated = False
+        mc_dps: set[Any] = set(extra_mc_dps or ())
+        updated = bool(mc_dps)
         for pb, removed in changes:
             dp = pb.datapath
             if dp is None:
@@ -323,15 +324,75 @@ class PflowOutput:
         if not rt.tracked:
             return UNHANDLED
         changes: list[tuple[Any, bool]] = []
+        new_dps: set[Any] = set()
         for tdp in rt.tracked_dps.dps.values():
             if tdp.type is TrackedType.NEW:
-                return UNHANDLED
+                new_dps.add(tdp.datapath.uuid)
             for pb, ttype in tdp.lports.values():
                 changes.append((pb, ttype is TrackedType.REMOVED and
                                 self.st.idx.pb_by_name.get(pb.logical_port) is None))
-        if not changes:
+        if new_dps:
+            changes += self._new_datapath_ports(new_dps)
+        if not changes and not new_dps:
             return HANDLED_UNCHANGED
-        return self._rebuild_lports(self._ctx(), changes)
+        ctx = self._ctx()
+        res = self._rebuild_lports(ctx, changes, new_dps)
+        if res is UNHANDLED or not new_dps:
+            return res
+        self._rebuild_dp_rows(ctx, new_dps)
+        return HANDLED_UPDATED
+
+    def _new_datapath_ports(self, new_dps: set[Any]) -> list[tuple[Any, bool]]:
+        """Every port of a datapath that just became local, and of its patch
+        neighbours (their flows may look at the new datapath: e.g. a
+        distributed gateway port's localnet of the switch behind it)."""
+        rt = self.st.rt
+        dps: set[Any] = set(new_dps)
+        for dp_uuid in new_dps:
+            ld = rt.local_datapaths.get(dp_uuid)
+            if ld is None:
+                continue
+            for _local, remote in ld.peer_ports:
+                if remote.datapath is not None:
+                    dps.add(remote.datapath.uuid)
+        out: list[tuple[Any, bool]] = []
+        for dp_uuid in sorted(dps, key=str):
+            out += [(pb, False) for pb in self.st.idx.pbs_on_datapath(dp_uuid)]
+        return out
+
+    def _rebuild_dp_rows(self, ctx: physical.PhysicalContext, new_dps: set[Any]) -> None:
+        """The rows keyed by datapath whose flows exist only for local
+        datapaths: MAC bindings, static MAC bindings, FDB entries, load
+        balancers of the datapaths that just became local."""
+        table = self.data.flow_table
+        keys = {ld.datapath.tunnel_key for u, ld in self.st.rt.local_datapaths.items()
+                if u in new_dps}
+
+        def port_dp_is_new(row: Any) -> bool:
+            pb = ctx.port_bindings_by_name.get(row.logical_port)
+            return pb is not None and pb.datapath is not None and pb.datapath.uuid in new_dps
+
+        def lb_dp_is_new(lb: Any) -> bool:
+            dps = list(lb.datapaths)
+            grp = first(lb.datapath_group)
+            if grp is not None:
+                dps += list(grp.datapaths)
+            return any(dp.uuid in new_dps for dp in dps)
+
+        def fdb_dp_is_new(fdb: Any) -> bool:
+            return bool(fdb.dp_key in keys)
+
+        groups: list[tuple[str, Callable[[Any], bool], Callable[..., Any]]] = [
+            ("MAC_Binding", port_dp_is_new, physical.mac_binding_flows),
+            ("Static_MAC_Binding", port_dp_is_new, physical.static_mac_binding_flows),
+            ("FDB", fdb_dp_is_new, physical.fdb_flows),
+            ("Load_Balancer", lb_dp_is_new, physical.lb_hairpin_flows),
+        ]
+        for tname, wanted, build in groups:
+            for row in self.tables(tname).values():
+                if wanted(row):
+                    table.remove(row.uuid)
+                    add_to_desired(table, build(ctx, row), row.uuid)
 
     def _port_binding(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data

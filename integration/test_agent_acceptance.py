@@ -102,12 +102,6 @@ def test_bind_vif_on_local_datapath_no_recompute(sandbox_factory: SandboxFactory
     assert box.flow_count() > n_flows
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "agent gap (shared with the C agent 23.03.1, whose ct_zones and pflow_output "
-    "runtime_data handlers return false for a TRACKED_RESOURCE_NEW datapath): binding "
-    "r1, the first VIF of sw2, costs 1 full recompute of pflow_output and 1 of ct_zones "
-    "(runtime_data and lflow_output stay incremental); flows then equal a forced "
-    "recompute"))
 def test_bind_first_vif_makes_datapath_local_no_recompute(
         sandbox_factory: SandboxFactory) -> None:
     box = started(sandbox_factory)

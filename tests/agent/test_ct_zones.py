@@ -103,3 +103,20 @@ def test_drop_absent_at_end_of_grace_matches_a_full_run():
     assert {n for n, pe in z.pending.items() if not pe.add} == {"late", "gone_dnat"}
     assert set(kept) - set(z.current) == {"late", "gone_dnat"}
     assert z.drop_absent(["p1"], [d]) is False
+
+
+def test_datapath_becoming_local_matches_a_full_run():
+    # incremental: zones of an existing datapath, then a new datapath + port
+    old, new = dp(1), dp(2, external_ids={"snat-ct-zone": "9"})
+    inc = CtZones()
+    inc.recompute(["p1"], [old], {})
+    assert inc.users_added(["p2"], [new]) is True
+    full = CtZones()
+    full.recompute(["p1"], [old], {})
+    full.recompute(["p1", "p2"], [old, new], {})
+    assert inc.current == full.current
+    assert inc.current[f"{new.uuid}_snat"] == 9
+    assert inc.pending[f"{new.uuid}_dnat"].state is PendingState.OF_QUEUED
+    # a requested zone held by another user: only a full run may move it
+    taken = dp(3, external_ids={"snat-ct-zone": str(inc.current["p1"])})
+    assert inc.users_added([], [taken]) is None
