@@ -404,6 +404,15 @@ def parse_result_args(ctx: ActionContext, name: str, dst: FieldRef,
     return True
 
 
+def parse_bool(lexer: lx.Lexer) -> bool | None:
+    """`true`/`false`, quoted or bare; None (with a syntax error) otherwise."""
+    if lexer.match_string("true") or lexer.match_id("true"):
+        return True
+    if lexer.match_string("false") or lexer.match_id("false"):
+        return False
+    lexer.syntax_error("expecting true or false")
+    return None
+
 
 # ---------------------------------------------------------------------------
 # Argument marshalling for actions that pass fields in fixed registers.

@@ -14,7 +14,7 @@ from controller.lflow.actions import ofb
 from controller.lflow.actions.base import (
     MFF_LOG_CT_ZONE, MFF_LOG_DNAT_ZONE, MFF_LOG_FLAGS, MFF_LOG_OUTPORT,
     MLF_USE_LB_AFF_SESSION_BIT, OFTABLE_CHK_LB_AFFINITY, ActionContext,
-    EncodeParams, FieldRef, OvnAction)
+    EncodeParams, FieldRef, OvnAction, parse_bool)
 from ofctrl.groups import EXT_TABLE_ID_INVALID
 
 IPPROTO_TCP = 6
@@ -287,13 +287,10 @@ def parse_fwd_group(ctx: ActionContext) -> OvnAction | None:
         if lexer.match_id("liveness"):
             if not lexer.force_match(lx.T_EQUALS):
                 return None
-            if lexer.match_string("true") or lexer.match_id("true"):
-                liveness = True
-            elif lexer.match_string("false") or lexer.match_id("false"):
-                liveness = False
-            else:
-                lexer.syntax_error("expecting true or false")
+            flag = parse_bool(lexer)
+            if flag is None:
                 return None
+            liveness = flag
             lexer.force_match(lx.T_COMMA)
         if lexer.match_id("childports"):
             if not lexer.force_match(lx.T_EQUALS):

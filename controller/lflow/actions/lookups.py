@@ -41,7 +41,6 @@ class GetMacBind(OvnAction):
         restore_args(args, out)
 
 
-
 def parse_field_args(ctx: ActionContext, *widths: int) -> list[FieldRef] | None:
     """The comma-separated field arguments of a call and its closing `)`, each
     checked for `width` bits (0: a string field such as inport); None on error."""
@@ -55,6 +54,7 @@ def parse_field_args(ctx: ActionContext, *widths: int) -> list[FieldRef] | None:
     if ctx.error or any(f is None for f in fields):
         return None
     return [f for f in fields if f is not None]
+
 
 def parse_get_mac_bind(ctx: ActionContext, name: str, width: int) -> OvnAction | None:
     lexer = ctx.lexer

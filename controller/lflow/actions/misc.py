@@ -11,7 +11,7 @@ from controller.lflow.actions import ofb
 from controller.lflow.actions.base import (
     MFF_LOG_FLAGS, MLF_LOOKUP_COMMIT_ECMP_NH_BIT, OFTABLE_ECMP_NH,
     OFTABLE_ECMP_NH_MAC, WR_DEFAULT, ActionContext, EncodeParams, FieldRef,
-    OvnAction, encode_ovnacts, format_ovnacts)
+    OvnAction, encode_ovnacts, format_ovnacts, parse_bool)
 from controller.lflow.actions.lb import IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, PROTO_NAMES
 from ofctrl.groups import EXT_TABLE_ID_INVALID
 
@@ -264,13 +264,10 @@ def parse_commit_ecmp_nh(ctx: ActionContext) -> OvnAction | None:
     if not lexer.force_match(lx.T_EQUALS):
         lexer.syntax_error("invalid parameter")
         return None
-    if lexer.match_string("true") or lexer.match_id("true"):
-        ipv6 = True
-    elif lexer.match_string("false") or lexer.match_id("false"):
-        ipv6 = False
-    else:
-        lexer.syntax_error("expecting true or false")
+    flag = parse_bool(lexer)
+    if flag is None:
         return None
+    ipv6 = flag
     lexer.force_match(lx.T_COMMA)
     if not lexer.match_id("proto"):
         lexer.syntax_error("invalid parameter")
