@@ -32,9 +32,11 @@ _PO = struct.Struct("!IH2x")
 _RELOAD_FIELDS = tuple("reg%d" % i for i in range(16)) + ("metadata",)
 
 
-def packet_out(frame: bytes, actions: bytes, xid: int = 0) -> bytes:
-    """OFPT_PACKET_OUT of ``frame`` from the controller port running ``actions``."""
-    body = _PO.pack(m.OFP_NO_BUFFER, len(actions)) + _CONTROLLER_MATCH + actions + frame
+def packet_out(frame: bytes, actions: bytes, xid: int = 0, in_port: int | None = None) -> bytes:
+    """OFPT_PACKET_OUT of ``frame`` from the controller port (or OpenFlow port
+    ``in_port``) running ``actions``."""
+    match = _CONTROLLER_MATCH if in_port is None else Match([("in_port", in_port, None)]).encode()
+    body = _PO.pack(m.OFP_NO_BUFFER, len(actions)) + match + actions + frame
     return m.header(m.OFPT_PACKET_OUT, m.HEADER_LEN + len(body), xid) + body
 
 

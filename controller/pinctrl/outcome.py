@@ -60,13 +60,17 @@ class ActivationIntent:
 @dataclass(frozen=True, slots=True)
 class BufferIntent:
     """Hold ``frame`` until (dp_key, port_key = outport, ip = next hop) resolves;
-    ``reload`` is the set_field action bytes restoring the packet-in's registers."""
+    ``reload`` is the set_field action bytes restoring the packet-in's registers
+    (``openflow.reload_metadata``); ``ip`` is the 128-bit next hop (an IPv4
+    next hop may be given as its 32-bit value or IPv4-mapped); ``pkt_mark``
+    is restored on release.  ``buffered.buffer_intent(pin, is_arp)`` builds one."""
 
     dp_key: int
     port_key: int
     ip: int
     frame: bytes
     reload: bytes
+    pkt_mark: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,8 @@ class PortInfo:
 
 
 class LocalView(Protocol):
-    chassis_name: str
+    @property
+    def chassis_name(self) -> str: ...
 
     def port_by_key(self, dp_key: int, port_key: int) -> PortInfo | None: ...
 
