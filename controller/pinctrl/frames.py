@@ -434,7 +434,7 @@ def arp_request(frame: bytes, h: Headers | None = None) -> bytes:
     source, Ethernet addresses as in the packet (the nested actions fix them)."""
     h = parse(frame) if h is None else h
     if h.dl_type != ETH_TYPE_IP:
-        raise FrameError("ARP action on non-IP packet (eth_type 0x%04x)" % h.dl_type)
+        raise FrameError("ARP action on non-IP packet (Ethertype %x)" % h.dl_type)
     arp = _ARP.pack(1, ETH_TYPE_IP, 6, 4, 1, h.dl_src, h.nw_src, _ZERO_MAC, h.nw_dst)
     return _with_vlan(_ETH.pack(h.dl_dst, h.dl_src, ETH_TYPE_ARP) + arp, h)
 
@@ -500,7 +500,7 @@ def icmp4_error(frame: bytes, set_udp_code: bool, loopback: bool = False,
     head = _raw(frame, l3, 4, "the IPv4 header")
     in_len = (head[2] << 8) | head[3]
     if in_len < 20:
-        raise FrameError("ICMP action on IP packet with invalid length (%d)" % in_len)
+        raise FrameError("ICMP action on IP packet with invalid length (%u)" % in_len)
     in_len = min(in_len, ICMP4_QUOTE_MAX)
     quote = _raw(frame, l3, in_len, "the IPv4 length")
     code = 3 if set_udp_code and quote[9] == IPPROTO_UDP else 1
@@ -541,7 +541,7 @@ def icmp_error(frame: bytes, set_udp_code: bool, loopback: bool = False,
         return icmp4_error(frame, set_udp_code, loopback, h)
     if h.dl_type == ETH_TYPE_IPV6:
         return icmp6_error(frame, set_udp_code, loopback, h)
-    raise FrameError("ICMP action on non-IP packet (eth_type 0x%04x)" % h.dl_type)
+    raise FrameError("ICMP action on non-IP packet (eth_type 0x%x)" % h.dl_type)
 
 
 def tcp_reset(frame: bytes, loopback: bool = False, h: Headers | None = None) -> bytes:
@@ -575,11 +575,11 @@ def sctp_abort(frame: bytes, loopback: bool = False, h: Headers | None = None) -
         raise FrameError("SCTP_ABORT action on SCTP packet with no chunks")
     chunk_type = _byte_after(frame, l4 + 12)
     if chunk_type == SCTP_CHUNK_TYPE_ABORT:
-        raise FrameError("sctp_abort action on incoming SCTP ABORT")
+        raise FrameError("sctp_abort action on incoming SCTP ABORT.")
     vtag = frame[l4 + 4:l4 + 8]
     if chunk_type == SCTP_CHUNK_TYPE_INIT:
         if l4 + 32 > len(frame):
-            raise FrameError("Incomplete SCTP INIT chunk")
+            raise FrameError("Incomplete SCTP INIT chunk. Ignoring packet.")
         if vtag == b"\0\0\0\0":
             vtag = frame[l4 + 16:l4 + 20]
             flags = 0
@@ -596,24 +596,24 @@ def sctp_abort(frame: bytes, loopback: bool = False, h: Headers | None = None) -
     return _ip4(eth_src, eth_dst, src, dst, IPPROTO_SCTP, 63, sctp)
 
 
-def reject(frame: bytes, h: Headers | None = None) -> bytes:
+def reject(frame: bytes, h: Headers | None = None) -> bytes | None:
     """``reject { }``: RST for TCP, ABORT for SCTP, else an ICMP port/host
-    unreachable, all with addresses swapped.  A TCP RST, an ICMPv4 type 3 or
-    an ICMPv6 type 1 is not answered (FrameError)."""
+    unreachable, all with addresses swapped.  None (C answers nothing, by
+    design and silently) for a TCP RST, an ICMPv4 type 3 or an ICMPv6 type 1."""
     h = parse(frame) if h is None else h
     proto = h.nw_proto if h.dl_type != ETH_TYPE_ARP else 0
-    if proto == IPPROTO_TCP:
-        ctl = _raw(frame, h.l4 + 12 if h.l4 is not None else len(frame), 2, "the TCP flags")
-        if ctl[1] & TCP_RST:
-            raise FrameError("reject ignores a TCP RST")
+    l4 = h.l4
+    if proto == IPPROTO_TCP and l4 is not None:
+        if _raw(frame, l4 + 12, 2, "the TCP flags")[1] & TCP_RST:
+            return None
         return tcp_reset(frame, True, h)
     if proto == IPPROTO_SCTP:
         return sctp_abort(frame, True, h)
-    if (proto == IPPROTO_ICMP and h.dl_type == ETH_TYPE_IP
-            or proto == IPPROTO_ICMPV6 and h.dl_type == ETH_TYPE_IPV6):
+    if l4 is not None and (proto == IPPROTO_ICMP and h.dl_type == ETH_TYPE_IP
+                           or proto == IPPROTO_ICMPV6 and h.dl_type == ETH_TYPE_IPV6):
         unreach = ICMP4_DST_UNREACH if proto == IPPROTO_ICMP else ICMP6_DST_UNREACH
-        if h.l4 is not None and _byte_after(frame, h.l4) == unreach:
-            raise FrameError("reject ignores an ICMP destination unreachable")
+        if _byte_after(frame, l4) == unreach:
+            return None
     return icmp_error(frame, True, True, h)
 
 
@@ -622,7 +622,7 @@ def set_icmp4_frag_mtu(frame: bytes, mtu: int, h: Headers | None = None) -> byte
     checksum updated incrementally, IPv4 header checksum recomputed over 20 bytes."""
     h = parse(frame) if h is None else h
     if h.dl_type != ETH_TYPE_IP or h.nw_proto != IPPROTO_ICMP or h.l4 is None:
-        raise FrameError("put_icmp4_frag_mtu action on non-ICMPv4 packet")
+        raise FrameError("put_icmp(4/6)_frag_mtu action on non-ICMPv4/v6 packet")
     l3, l4 = h.l3, h.l4
     icmp = _raw(frame, l4, 8, "the ICMP header")
     old_ck = (icmp[2] << 8) | icmp[3]
@@ -643,7 +643,7 @@ def set_icmp6_frag_mtu(frame: bytes, mtu: int, h: Headers | None = None) -> byte
     payload length)."""
     h = parse(frame) if h is None else h
     if h.dl_type != ETH_TYPE_IPV6 or h.nw_proto != IPPROTO_ICMPV6 or h.l4 is None:
-        raise FrameError("put_icmp6_frag_mtu action on non-ICMPv6 packet")
+        raise FrameError("put_icmp(4/6)_frag_mtu action on non-ICMPv4/v6 packet")
     l3, l4 = h.l3, h.l4
     _raw(frame, l4, 8, "the ICMPv6 header")
     body = bytearray(frame[l4:])
