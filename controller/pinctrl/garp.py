@@ -52,6 +52,7 @@ and its key into reg14 and resubmits to table 8 (PO-I).
 
 from __future__ import annotations
 
+import functools
 import socket
 import struct
 import threading
@@ -219,9 +220,11 @@ class Addresses:
     rest: str                # text after "MAC [IP...]" (from the stop position)
 
 
+@functools.lru_cache(maxsize=8192)
 def extract_addresses(text: str) -> Addresses | None:
     """``MAC [IP...]``: None unless a MAC is found; stops at the first
-    token that is neither an IPv4 nor an IPv6 address (CIDR allowed)."""
+    token that is neither an IPv4 nor an IPv6 address (CIDR allowed).
+    Cached: a replan parses the same Port_Binding strings again."""
     m = _scan_mac(text, 0)
     if m is None:
         return None
@@ -313,7 +316,7 @@ def _sorted_strings(value: Any) -> list[str]:
 
 
 class _Planner:
-    __slots__ = ("chassis", "idx", "local_dps", "active_tunnels", "out", "seen")
+    __slots__ = ("chassis", "idx", "local_dps", "active_tunnels", "out", "seen", "_peers")
 
     def __init__(self, chassis: Any, idx: SbIndexes,
                  local_dps: Mapping[Any, LocalDatapath], active_tunnels: set[str]) -> None:
@@ -323,6 +326,7 @@ class _Planner:
         self.active_tunnels = active_tunnels
         self.out: list[GarpEntry] = []
         self.seen: set[str] = set()
+        self._peers: dict[Any, list[tuple[Any, PeerPort]]] = {}
 
     def ld_of(self, pb: Any) -> LocalDatapath | None:
         u = ref_uuid(pb, "datapath")
@@ -349,14 +353,17 @@ class _Planner:
     def peers(self, in_pb: Any, ld: LocalDatapath | None) -> tuple[PeerPort, ...]:
         if ld is None:
             return ()
-        out = []
-        for local, remote in ld.peer_ports:
-            if local.uuid == in_pb.uuid or remote.datapath is None:
-                continue
-            flag = remote.datapath.external_ids.get("always_learn_from_arp_request", "")
-            out.append(PeerPort(int(remote.datapath.tunnel_key), int(remote.tunnel_key),
-                                flag.lower() == "false"))
-        return tuple(out)
+        all_peers = self._peers.get(ld.uuid)
+        if all_peers is None:
+            all_peers = self._peers[ld.uuid] = []
+            for local, remote in ld.peer_ports:
+                if remote.datapath is None:
+                    continue
+                flag = remote.datapath.external_ids.get("always_learn_from_arp_request", "")
+                all_peers.append((local.uuid, PeerPort(int(remote.datapath.tunnel_key),
+                                                       int(remote.tunnel_key),
+                                                       flag.lower() == "false")))
+        return tuple(p for u, p in all_peers if u != in_pb.uuid)
 
     def vif(self, pb: Any) -> None:
         for text in _sorted_strings(pb.mac):
