@@ -276,3 +276,24 @@ def test_fuzz_mangled_requests_never_raise(msg_type: int, tail: bytes, opts: byt
     ans = put_dhcp_opts(frame, OFFER, opts)
     if ans.frame is not None:
         assert ans.frame[:14] == frame[:14]
+
+
+@pytest.mark.parametrize("option, tlv", [
+    ("ip_forward_enable = 1", "1301" "01"),                         # bool
+    ("default_ttl = 64", "1701" "40"),                              # uint8
+    ("mtu = 9000", "1a02" "2328"),                                  # uint16
+    ("arp_cache_timeout = 300", "2304" "0000012c"),                 # uint32
+    ("ntp_server = {10.0.0.2, 10.0.0.3}", "2a08" "0a000002" "0a000003"),   # ipv4 list
+    ("hostname = \"vm1\"", "0c03" + b"vm1".hex()),                  # str
+    ("tftp_server = \"tftp.ovn.org\"", "420c" + b"tftp.ovn.org".hex()),    # host_id name
+    ("tftp_server = 10.0.0.9", "4204" "0a000009"),                  # host_id address
+    ("domain_search_list = \"ovn.org,abc.ovn.org\"",                # domains, compressed
+     "770f" "036f766e036f726700" "03616263c000"),
+    ("ms_classless_static_route = {0.0.0.0/0, 10.0.0.1}", "f905" "00" "0a000001"),
+])
+def test_every_option_type_is_sent_as_encoded(option: str, tlv: str) -> None:
+    offer, opts = options_of("reg0[3] = put_dhcp_opts(offerip = 10.0.0.4, %s);" % option)
+    assert opts == bytes.fromhex(tlv)
+    req = request_frame(1)
+    assert put_dhcp_opts(req, offer, opts).frame == expected_reply(
+        req, 14, 2, bytes.fromhex(tlv), OFFER, bytes(4), OFFER)
