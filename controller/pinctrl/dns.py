@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
@@ -201,6 +202,13 @@ def parse_ip_addresses(value: bytes) -> tuple[list[bytes], list[bytes]]:
     return v4, v6
 
 
+@lru_cache(maxsize=4096)
+def _addresses(value: bytes) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """parse_ip_addresses, memoised: record values repeat across queries."""
+    v4, v6 = parse_ip_addresses(value)
+    return tuple(v4), tuple(v6)
+
+
 def _ptr_rdata(value: bytes) -> bytes:
     """The PTR value in label form, as C encodes it (one length byte per
     dot-separated run, a buffer strlen + 2 long; lengths wrap at 8 bits)."""
@@ -267,7 +275,7 @@ def dns_lookup(frame: bytes, dp_key: int, cache: DnsCache) -> L7Answer:
         answers += (len(rdata) & 0xFFFF).to_bytes(2, "big") + rdata
         ancount = 1
     else:
-        v4, v6 = parse_ip_addresses(value)
+        v4, v6 = _addresses(value)
         if qtype in (TYPE_A, TYPE_ANY):
             for a in v4:
                 answers += question + b"\x00\x01" + _CLASS_IN_TTL + b"\x00\x04" + a
