@@ -325,6 +325,12 @@ def learnt_state(box: Sandbox) -> list[str]:
     return sorted(rows)
 
 
+def mac_binding_timestamps(box: Sandbox, ip: str) -> list[int]:
+    """MAC_Binding.timestamp of the rows for ``ip`` (values are free, changes are not)."""
+    return [r["timestamp"] for r in _sb_rows(box, "MAC_Binding", "ip,timestamp")
+            if r["ip"] == ip]
+
+
 def rows_matching(*needles: str) -> Callable[[list[str]], list[str]]:
     """A filter for :meth:`AgentBox.wait_sb`: rows containing every needle."""
     def pick(rows: list[str]) -> list[str]:

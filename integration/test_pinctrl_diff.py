@@ -291,6 +291,41 @@ def event_scenario(vip: str) -> Callable[[AgentBox, float], Observation]:
     return run
 
 
+def mac_update_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """Unsolicited ARP replies to lr1-ls2 for one IP, first with MAC A, then
+    MAC B: put_arp inserts, then updates the row (new MAC, new timestamp)."""
+    ip, mac_a, mac_b = "10.2.0.22", "0a:00:00:02:00:a1", "0a:00:00:02:00:b1"
+    obs = Observation()
+    stamps: list[list[int]] = []
+    for mac in (mac_a, mac_b):
+        agent.inject("vif4", pf.arp_frame(2, mac, h.LR_LS2_MAC, mac, ip, h.LR_LS2_MAC,
+                                          h.LR_LS2_IP))
+        rows = agent.wait_sb(h.rows_matching("MAC_Binding", f" {ip} {mac} "), timeout)
+        obs.sb += rows
+        stamps.append(h.mac_binding_timestamps(agent.box, ip))
+        obs.answered = bool(rows)
+        if not rows:
+            break
+    obs.notes.append(f"timestamps {stamps}")
+    obs.sb.append(f"timestamp changed with the MAC: {len(stamps) == 2 and stamps[0] != stamps[1]}")
+    return obs
+
+
+def rst_ignored_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """A TCP RST to the rejected port gets no answer (no RST storms); a SYN
+    right after it does, which shows the RST was processed."""
+    obs = Observation()
+    rst = pf.ip_frame(h.P1_MAC, h.P2_MAC, h.P1_IP, h.P2_IP, pf.PROTO_TCP,
+                      pf.tcp(h.P1_IP, h.P2_IP, 36001, h.REJECT_PORT, flags=pf.TCP_RST))
+    syn = _l4_to(h.P2_IP, pf.PROTO_TCP, h.REJECT_PORT, 36002, dst_mac=h.P2_MAC)()
+
+    def answer(b: pf.Brief) -> bool:
+        return b.ip_src == h.P2_IP and b.ip_dst == h.P1_IP
+    obs.answered = exchange(agent, timeout, "vif1", [rst, syn], _on("vif1", answer), 1,
+                            _relevant(answer), obs, "rst+syn")
+    return obs
+
+
 def log_scenario(agent: AgentBox, timeout: float) -> Observation:
     """UDP to ls1-p2:5555 hits the logged, metered drop ACL: one acl_log line."""
     obs = Observation()
@@ -366,6 +401,8 @@ CASES: list[Case] = [
     Case("bind_vport", (ops.OP_BIND_VPORT,), vport_scenario),
     Case("empty_lb_event_v4", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP)),
     Case("empty_lb_event_v6", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP6)),
+    Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
+    Case("reject_ignores_rst", (ops.OP_REJECT,), rst_ignored_scenario),
     Case("acl_log", (ops.OP_LOG,), log_scenario),
     Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp"),
 ]
@@ -428,6 +465,21 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
 
 
 # ---------------------------------------------------------------- tests
+
+
+def test_frame_builders_self_check() -> None:
+    """The injected frames carry valid checksums (conntrack verifies them)."""
+    assert pf.crc32c(b"123456789") == 0xE3069283          # RFC 3720 check value
+    frame = _l4_to(h.P2_IP, pf.PROTO_TCP, 80, 1)()
+    assert pf.inet_checksum(frame[14:34]) == 0
+    assert pf.inet_checksum(pf._pseudo(h.P1_IP, h.P2_IP, pf.PROTO_TCP, 20) + frame[34:]) == 0
+    ns = pf.nd_ns_frame(h.P1_MAC, h.P1_IP6, "fd01::1")
+    assert dict(pf.dissect(ns))["ip6.dst"] == "ff02::1:ff00:1"
+    assert pf.inet_checksum(pf._pseudo(h.P1_IP6, "ff02::1:ff00:1", pf.PROTO_ICMP6, 32)
+                            + ns[54:]) == 0
+    init = pf.sctp_init(1, 2, 3)
+    crc = struct.unpack_from("<I", init, 8)[0]
+    assert pf.crc32c(init[:8] + b"\0\0\0\0" + init[12:]) == crc
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])
