@@ -35,6 +35,7 @@ writes 0 (pinctrl-anatomy §3, §6), so they are compared too.
 from __future__ import annotations
 
 import json
+import struct
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -139,6 +140,31 @@ def build_pinctrl_topology(box: Sandbox) -> None:
     for name, lsp, ofport in VIFS:
         box.bind_vif(name, lsp, ofport=ofport, pcap=True)
     box.nbctl("--wait=sb", "sync")
+
+
+def read_pcap_records(path: Path) -> list[tuple[float, bytes]]:
+    """(wall-clock timestamp, frame) of each complete record of a classic
+    pcap file written by ovs-vswitchd (microsecond, native byte order)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    if len(data) < 24:
+        return []
+    order = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">"}.get(data[:4])
+    if order is None:
+        raise SandboxError(f"{path}: not a microsecond pcap ({data[:4].hex()})")
+    record = struct.Struct(order + "IIII")
+    out: list[tuple[float, bytes]] = []
+    offset = 24
+    while offset + record.size <= len(data):
+        sec, usec, incl, _orig = record.unpack_from(data, offset)
+        start = offset + record.size
+        if start + incl > len(data):
+            break
+        out.append((sec + usec / 1e6, data[start:start + incl]))
+        offset = start + incl
+    return out
 
 
 def build_pinctrl_snapshot(directory: str | Path) -> Snapshot:
