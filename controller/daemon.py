@@ -578,6 +578,7 @@ class Daemon:
                                           or not self.session.has_backlog())
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
+        runs_before = self.engine.run_count
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()
@@ -587,7 +588,13 @@ class Daemon:
                     "OpenFlow backlog" if not allowed else "unknown"
                 self.engine.set_force_recompute(
                     f"engine run aborted (recompute not allowed: {why}), force recompute.")
-            self._wake = True
+            # Like the C loop: wake at once after a run that aborted, or when a
+            # skipped run (still no recompute allowed) left input changes
+            # behind.  Otherwise the event that allows the recompute (the SB
+            # reconnecting, a commit reply, the OpenFlow backlog draining)
+            # wakes the loop; no busy loop while the SB is away.
+            if self.engine.run_count != runs_before or self.engine.need_run():
+                self._wake = True
         else:
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
@@ -691,7 +698,8 @@ class Daemon:
             self.sb.commit()
             if self.sb.commit_failed:
                 self.sb.commit_failed = False
-                self.engine.set_force_recompute("OVNSB commit failed, force recompute.")
+                log.info("OVNSB commit failed, force recompute next time.")
+                self.engine.set_force_recompute()
         st = self.ovs.commit()
         if st == "success" or st == "unchanged":
             self.st.ct.db_committed()
