@@ -2,10 +2,13 @@
 
 Design note
 -----------
-``ovn-controller-py [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
-[--no-chdir] [--unixctl=PATH] [-vSPEC ...]`` parses the same options as the C
-daemon (SSL and syslog options are accepted and passed on), then hands an
-:class:`Options` to ``controller.daemon.run(options)``, the agent's main loop.
+``ovn-controller [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
+[--monitor] [--user=U[:G]] [--no-chdir] [--unixctl=PATH] [-vSPEC ...] [-p/-c/-C
+...]`` parses the same options as the C daemon, configures logging, syslog and
+SSL (``controller.stream_ssl``), then hands an :class:`Options` to
+``controller.daemon.run(options)``, the agent's main loop.  The program name
+(``controller.version.PROGRAM``) is argv[0]'s: ``ovn-controller`` when run
+through that entry point, else ``ovn-controller-py``.
 
 Two subcommands are dispatched before option parsing, each to its own module
 (imported lazily, so a missing one only breaks itself):
@@ -13,11 +16,13 @@ Two subcommands are dispatched before option parsing, each to its own module
 * ``ovn-controller-py lflow-compile ...`` -> ``controller.lflow.cli.main(argv)``
 * ``ovn-controller-py ctl ...``           -> ``controller.ctl.main(argv)``
 
-Defaults follow the OVS/OVN environment variables: the OVS database is
-``unix:$OVS_RUNDIR/db.sock``, the pidfile ``$OVN_RUNDIR/ovn-controller-py.pid``,
-the log file ``$OVN_LOGDIR/ovn-controller-py.log`` and the control socket
-``$OVN_RUNDIR/ovn-controller-py.<pid>.ctl`` (so ``ovn-appctl -t
-ovn-controller-py`` finds it, as it does for the C daemon).
+Defaults follow the OVS/OVN environment variables as C does: the OVS
+database is ``unix:$OVS_RUNDIR/db.sock``, the pidfile
+``$OVN_RUNDIR/PROGRAM.pid`` (a relative ``--pidfile=F`` is in $OVN_RUNDIR too),
+the log file ``$OVS_LOGDIR/PROGRAM.log`` (created 0640) and the control socket
+``$OVN_RUNDIR/NAME.<pid>.ctl`` where NAME is the pidfile's name (so
+``--pidfile=$OVN_RUNDIR/ovn-controller.pid``, the ovn-ctl way, gives what
+``ovn-appctl -t ovn-controller`` looks for), else the program name.
 
 ``--detach`` daemonises like OVS: fork, setsid, fork again, stdio to
 /dev/null, chdir to / unless ``--no-chdir``, write the pidfile; the original
@@ -27,8 +32,13 @@ before ``run()``; a daemon module that sets ``SIGNALS_READY = True`` calls
 ``options.ready()`` itself once its control socket is up (OVS's
 ``daemonize_complete()``), so ``--detach`` returns only after that.
 
-SIGTERM ends the process through ``SystemExit(0)`` so ``finally`` blocks run;
-the pidfile is removed on the way out.
+SIGTERM, SIGINT, SIGHUP and SIGALRM are fatal as in OVS: a ``fatal_signal``
+WARN line, pidfile and control socket removed, then the process dies of that
+signal.  After ``--detach`` the console destination is off.  ``--monitor``
+keeps a parent that restarts the daemon after a crash (a crash signal, or an
+unhandled exception: exit status ``CRASH_STATUS``), at most every 10 s, and
+forwards stop signals to it.  ``--user`` hands the log file to USER:GROUP and
+drops root before the pidfile is written.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ from typing import Any
 import ovs.fatal_signal
 import ovs.util
 
-from controller import version, vlog
+from controller import stream_ssl, version, vlog
 from controller.version import version_text
 
 SUBCOMMANDS = {
@@ -581,6 +591,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         vlog.set_syslog_method(options.syslog_method)
         if options.syslog_target:
             vlog.add_syslog_target(options.syslog_target)
+        stream_ssl.configure(options.private_key, options.certificate, options.ca_cert,
+                             options.bootstrap_ca_cert, options.ssl_protocols,
+                             options.ssl_ciphers)
     except ValueError as exc:
         sys.stderr.write(f"{version.PROGRAM}: {exc}\n")
         return 2
