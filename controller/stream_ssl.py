@@ -20,7 +20,9 @@ comma-separated list of remotes included) goes through it:
   session as EPROTO: ``reconnect`` then logs the failed attempt and waits,
   exactly the C sequence;
 * the peer's host name is not checked, as OVS does not; the certificate must
-  chain to the CA certificate.
+  chain to the CA certificate;
+* a row in the local OVS database's ``SSL`` table (``ovs-vsctl set-ssl``)
+  overrides the command-line files, read afresh at each connection attempt.
 
 ``--bootstrap-ca-cert=FILE``: when FILE exists it is the CA certificate.
 Fetching it from the peer on first contact needs the peer's certificate chain,
@@ -35,7 +37,7 @@ import os
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import ovs.socket_util
 import ovs.stream
@@ -63,6 +65,23 @@ class SslConfig:
 
 
 CONFIG = SslConfig()
+# First row of the local OVS database's SSL table (`ovs-vsctl set-ssl`), or
+# None; when present its files win over the command line, as in C.
+_ovs_ssl_row: Callable[[], Any] | None = None
+
+
+def use_ovs_ssl_table(first_row: Callable[[], Any]) -> None:
+    global _ovs_ssl_row
+    _ovs_ssl_row = first_row
+
+
+def effective_config() -> SslConfig:
+    row = _ovs_ssl_row() if _ovs_ssl_row is not None else None
+    if row is None:
+        return CONFIG
+    return SslConfig(private_key=row.private_key, certificate=row.certificate,
+                     ca_cert=row.ca_cert, bootstrap_ca_cert=bool(row.bootstrap_ca_cert),
+                     protocols=CONFIG.protocols, ciphers=CONFIG.ciphers)
 
 
 def parse_protocols(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
@@ -143,7 +162,7 @@ class AgentSslStream(ovs.stream.SSLStream):  # type: ignore[misc]
     @staticmethod
     def _open(suffix: str, dscp: int) -> tuple[int, Any]:
         try:
-            ctx = make_context(CONFIG)
+            ctx = make_context(effective_config())
         except ValueError as exc:
             log.err_rl(_rl_config, str(exc))
             return errno.ENOPROTOOPT, None

@@ -145,3 +145,12 @@ def test_ssl_without_pki_options_is_an_error_not_a_crash(sandbox_factory: Sandbo
     assert _wait_for(lambda: "connection attempt failed" in log.read_text())
     assert box.controller_alive()
     assert box.appctl("controller", "connection-status").strip() == "not connected"
+
+
+def test_ssl_files_from_the_ovs_ssl_table(sandbox_factory: SandboxFactory, pki: Pki) -> None:
+    """`ovs-vsctl set-ssl` configures the agent's PKI (and wins over -p/-c/-C)."""
+    box = _setup(sandbox_factory, pki, "ssl:127.0.0.1:{port}")
+    box.vsctl("set-ssl", str(pki.key("hv")), str(pki.cert("hv")), str(pki.controller_ca))
+    box.start_controller("py", extra_args=pki.client_args(ca=pki.switch_ca))   # wrong CA
+    box.wait_hv_sync(timeout=60, min_flows=10)
+    assert box.appctl("controller", "connection-status").strip() == "connected"
