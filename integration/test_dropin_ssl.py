@@ -102,7 +102,7 @@ def test_ssl_southbound_connects_and_installs_flows(sandbox_factory: SandboxFact
                         "logical_port=p1").strip()
     assert chassis, "p1 not claimed over the SSL connection"
     log = box.daemons["controller"].log.read_text()
-    assert f"|reconnect|INFO|ssl:127.0.0.1:" in log and ": connected" in log
+    assert "|reconnect|INFO|ssl:127.0.0.1:" in log and ": connected" in log
 
 
 def test_ssl_comma_list_skips_a_dead_remote(sandbox_factory: SandboxFactory, pki: Pki) -> None:
