@@ -153,7 +153,7 @@ def _lflow_cache_flush(agent: Agent) -> str:
 
 
 def _vlog_set(agent: Agent, *specs: str) -> str:
-    for spec in specs:
+    for spec in specs or ("",):      # no spec: everything to dbg, as C
         try:
             vlog.apply_spec(spec)
         except ValueError as e:
@@ -184,14 +184,29 @@ def _vlog_close(agent: Agent) -> str:
 def _list_commands(agent: Agent) -> str:
     out = ["The available commands are:"]
     for name in sorted(ovs.unixctl.commands):
-        usage = ovs.unixctl.commands[name].usage
-        out.append(f"  {name:<23} {usage}" if usage else f"  {name}")
+        out.append(f"  {name:<23} {ovs.unixctl.commands[name].usage}")
     return "\n".join(out) + "\n"
+
+
+_library_process_command = ovs.unixctl.server.UnixctlConnection._process_command
+
+
+def _process_command(conn: Any, request: Any) -> None:
+    """The library's dispatch, with C's reply to an unknown command."""
+    if request.method not in ovs.unixctl.commands:
+        conn._request_id = request.id
+        conn.reply_error(f'"{request.method}" is not a valid command (use "list-commands" '
+                         "to see a list of valid commands)")
+        return
+    _library_process_command(conn, request)
+
+
+ovs.unixctl.server.UnixctlConnection._process_command = _process_command
 
 
 # name -> (usage, min args, max args, function(agent, *argv))
 COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
-    "exit": ("[--restart]", 0, 1, _exit),
+    "exit": ("", 0, 1, _exit),
     "loop-stats": ("[--json]", 0, 1, _loop_stats),
     "connection-status": ("", 0, 0,
                           lambda a: "connected" if a.sb_connected() else "not connected"),
@@ -238,6 +253,7 @@ def default_socket_path(pid: int | None = None) -> str:
 
 
 def register(agent: Agent) -> None:
+    ovs.unixctl.commands.pop("help", None)      # the library's; C has list-commands only
     for name, (usage, lo, hi, fn) in COMMANDS.items():
         ovs.unixctl.commands.pop(name, None)
         ovs.unixctl.command_register(name, usage, lo, hi, _wrap(fn), agent)
