@@ -130,6 +130,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
+        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -366,6 +367,21 @@ class Daemon:
         self.st.ofctrl_connected = connected
         self.st.geneve_field = self.session.geneve_field
 
+    def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
+        """Packet-in services: own connection (a thread), SB writes in this txn."""
+        if self.pinctrl is None:
+            from controller.pinctrl.sb_writes import Pinctrl
+            self.pinctrl = Pinctrl()
+        self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
+                         self.chassis, self.st.rt.local_datapaths)
+
+    def inject_pkt(self, microflow: str) -> str | None:
+        """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
+        if self.pinctrl is None or self.br_int is None or self.chassis is None:
+            return "ovn-controller not ready."
+        result: str | None = self.pinctrl.inject(microflow, self.br_int, self._sb_table)
+        return result
+
     def _early_monitors(self, knobs: Knobs, br_int: Any) -> None:
         """Before the chassis exists, already ask for the Port_Bindings of the
         VIFs on br-int so the first binding pass sees them."""
@@ -513,6 +529,8 @@ class Daemon:
             if not self.exiting:
                 self._flows_and_status(knobs)
             ls.stage_done("ofctrl-put")
+            if br_int is not None and not self.exiting:
+                self._run_pinctrl(knobs, br_int)
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or
@@ -560,6 +578,7 @@ class Daemon:
                                           or not self.session.has_backlog())
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
+        runs_before = self.engine.run_count
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()
@@ -569,7 +588,13 @@ class Daemon:
                     "OpenFlow backlog" if not allowed else "unknown"
                 self.engine.set_force_recompute(
                     f"engine run aborted (recompute not allowed: {why}), force recompute.")
-            self._wake = True
+            # Like the C loop: wake at once after a run that aborted, or when a
+            # skipped run (still no recompute allowed) left input changes
+            # behind.  Otherwise the event that allows the recompute (the SB
+            # reconnecting, a commit reply, the OpenFlow backlog draining)
+            # wakes the loop; no busy loop while the SB is away.
+            if self.engine.run_count != runs_before or self.engine.need_run():
+                self._wake = True
         else:
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
@@ -673,7 +698,8 @@ class Daemon:
             self.sb.commit()
             if self.sb.commit_failed:
                 self.sb.commit_failed = False
-                self.engine.set_force_recompute("OVNSB commit failed, force recompute.")
+                log.info("OVNSB commit failed, force recompute next time.")
+                self.engine.set_force_recompute()
         st = self.ovs.commit()
         if st == "success" or st == "unchanged":
             self.st.ct.db_committed()
@@ -689,6 +715,8 @@ class Daemon:
             self.session.wait(poller)
         if self.unixctl is not None:
             self.unixctl.wait(poller)
+        if self.pinctrl is not None:
+            self.pinctrl.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
         if self.st.starting_up:
@@ -717,6 +745,8 @@ class Daemon:
         return 0
 
     def close(self) -> None:
+        if self.pinctrl is not None:
+            self.pinctrl.close()
         if self.session is not None:
             self.session.close()
         if self.sb is not None:
