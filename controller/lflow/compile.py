@@ -196,38 +196,44 @@ NO_REFS = LflowRefs()
 
 
 class RefIndex:
-    """Which lflows use which resource (the agent's objdep manager):
-    ``add(compiled)``, ``remove(lflow_uuid)``, ``lflows_using(kind, name)``
-    with kind one of "addr_sets", "port_groups", "ports", "mcgroups",
-    "templates"."""
+    """Which lflows use which resource (the C agent's objdep manager):
+    resource kind -> name -> lflow UUIDs, and the reverse.  ``add(lflow,
+    refs)`` records an ``LflowRefs``; ``users(kind, names)`` are the lflows
+    to re-process when those resources change; kinds are "addr_sets",
+    "port_groups", "ports", "mcgroups" ("<dp key>_<name>") and "templates"."""
 
     KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
 
     def __init__(self) -> None:
-        self._by_res: dict[tuple[str, str], set[uuidlib.UUID]] = {}
-        self._by_lflow: dict[uuidlib.UUID, set[tuple[str, str]]] = {}
+        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
+        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
 
-    def add(self, compiled: "CompiledLflow") -> None:
-        refs = compiled.refs
-        if not refs:
-            return
-        mine = self._by_lflow.setdefault(compiled.lflow_uuid, set())
+    def add(self, lflow: uuidlib.UUID, refs: LflowRefs) -> None:
+        entries = self.by_lflow.setdefault(lflow, [])
         for kind in self.KINDS:
             for name in getattr(refs, kind):
-                key = (kind, name)
-                mine.add(key)
-                self._by_res.setdefault(key, set()).add(compiled.lflow_uuid)
+                self.by_res[kind].setdefault(name, set()).add(lflow)
+                entries.append((kind, name))
 
-    def remove(self, lflow_uuid: uuidlib.UUID) -> None:
-        for key in self._by_lflow.pop(lflow_uuid, ()):
-            users = self._by_res.get(key)
-            if users is not None:
-                users.discard(lflow_uuid)
-                if not users:
-                    del self._by_res[key]
+    def remove(self, lflow: uuidlib.UUID) -> None:
+        for kind, name in self.by_lflow.pop(lflow, ()):
+            s = self.by_res[kind].get(name)
+            if s is not None:
+                s.discard(lflow)
+                if not s:
+                    del self.by_res[kind][name]
 
-    def lflows_using(self, kind: str, name: str) -> frozenset[uuidlib.UUID]:
-        return frozenset(self._by_res.get((kind, name), ()))
+    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
+        out: set[uuidlib.UUID] = set()
+        idx = self.by_res[kind]
+        for n in names:
+            out |= idx.get(n, set())
+        return out
+
+    def clear(self) -> None:
+        for d in self.by_res.values():
+            d.clear()
+        self.by_lflow.clear()
 
 
 class LflowError:

@@ -250,11 +250,6 @@ def encode_ovnacts(actions: Sequence[OvnAction], ep: EncodeParams) -> list[Any]:
     return out
 
 
-def encode_into(actions: Sequence[OvnAction], ep: EncodeParams, out: list[Any]) -> None:
-    for a in actions:
-        a.encode(ep, out)
-
-
 # ---------------------------------------------------------------------------
 # Parse context.
 
