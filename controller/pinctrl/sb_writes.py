@@ -233,15 +233,20 @@ class SbWriter:
                             % (dp_key, port_key))
                 continue
             key = (pb.logical_port, ip)
-            row = inserted.get(key) or self.mb_index.get(key)
+            row = inserted.get(key)
+            new = row is not None
+            if row is None:
+                row = self.mb_index.get(key)
             if row is None:
                 row = txn.insert(tables["MAC_Binding"])
                 row.logical_port = pb.logical_port
                 row.ip = ip
                 row.datapath = pb.datapath
                 inserted[key] = row
+                new = True
                 n += 1
-            if row.mac != mac:
+            # (an inserted row's unset columns cannot be read back)
+            if new or row.mac != mac:
                 row.mac = mac
                 if can_timestamp:
                     row.timestamp = int(time.time() * 1000)
@@ -284,13 +289,17 @@ class SbWriter:
         fdb_inserted: dict[tuple[str, int], Any] = {}
         for dp_key, mac, port_key in batch.fdbs:
             fkey = (mac, dp_key)
-            row = fdb_inserted.get(fkey) or self.fdb_index.get(fkey)
+            row = fdb_inserted.get(fkey)
+            new = row is not None
+            if row is None:
+                row = self.fdb_index.get(fkey)
             if row is None:
                 row = txn.insert(tables["FDB"])
                 row.dp_key = dp_key
                 row.mac = mac
                 fdb_inserted[fkey] = row
-            if row.port_key != port_key:
+                new = True
+            if new or row.port_key != port_key:
                 row.port_key = port_key
             n += 1
         for dp_key, port_key in batch.activations:
@@ -419,9 +428,12 @@ class Pinctrl:
         batch = self.work.take(self._had_txn)
         if batch:
             mb_cols = sb.idl.tables["MAC_Binding"].columns if sb.has_table("MAC_Binding") else {}
-            self.writer.apply(batch, txn, sb.idl.tables, idx, chassis, "timestamp" in mb_cols,
-                              self.work.done_activation,
-                              tables.get("Controller_Event", {}).values())
+            try:
+                self.writer.apply(batch, txn, sb.idl.tables, idx, chassis,
+                                  "timestamp" in mb_cols, self.work.done_activation,
+                                  tables.get("Controller_Event", {}).values())
+            except Exception:       # a bug here must not take the agent down
+                log.exception("pinctrl SB writes failed; batch dropped")
         if len(self.buffered):
             tc = tracker.tables.get("MAC_Binding")
             rows = [tr.row for tr in tc.new_or_updated()] if tc else []
