@@ -373,7 +373,8 @@ class Daemon:
             from controller.pinctrl.sb_writes import Pinctrl
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
-                         self.chassis, self.st.rt.local_datapaths)
+                         self.chassis, self.st.rt.local_datapaths, br_int,
+                         self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
     def inject_pkt(self, microflow: str) -> str | None:
         """``inject-pkt MICROFLOW``: None when injected, else the error reply."""

@@ -51,6 +51,7 @@ __all__ = ["PendingWork", "Batch", "SbWriter", "SnapshotPublisher", "MAX_PENDING
 
 log = get_logger("pinctrl")
 _rl_unknown = RateLimiter(per_minute=12, burst=1)
+_rl_failed = RateLimiter(per_minute=6, burst=1)
 
 MAX_PENDING = 1000
 EVENT_MAX_AGE_MS = 10_000
@@ -317,6 +318,33 @@ class SbWriter:
             n += 1
         return n
 
+    def apply_local(self, bindings: Iterable[Any], txn: Any, tables: Mapping[str, Any], idx: Any,
+                    can_timestamp: bool) -> int:
+        """MAC_Binding upserts a GARP makes on peer router ports (C's
+        send_garp_locally): (dp_key, port_key, ip, mac, update_only) each."""
+        n = 0
+        for b in bindings:
+            dp = idx.dp_by_key.get(b.dp_key)
+            pb = idx.pb_by_key.get((dp.uuid, b.port_key)) if dp is not None else None
+            if pb is None:
+                continue
+            row = self.mb_index.get((pb.logical_port, b.ip))
+            new = False
+            if row is None:
+                if b.update_only:
+                    continue
+                row = txn.insert(tables["MAC_Binding"])
+                row.logical_port = pb.logical_port
+                row.ip = b.ip
+                row.datapath = pb.datapath
+                new = True
+            if new or row.mac != b.mac:
+                row.mac = b.mac
+                if can_timestamp:
+                    row.timestamp = int(time.time() * 1000)
+                n += 1
+        return n
+
 
 def port_info(pb: Any, dp_key: int) -> PortInfo:
     ch = _opt_first(pb.chassis)
@@ -395,18 +423,32 @@ class Pinctrl:
     def __init__(self, coverage: Coverage = COVERAGE, threaded: bool = True,
                  service: Any = None) -> None:
         from controller.pinctrl.buffered import BufferedPackets
+        from controller.pinctrl.garp import GarpAnnouncer
         from controller.pinctrl.service import PinctrlService
         self.work = PendingWork(coverage)
         self.buffered = BufferedPackets(coverage)
         self.service = service or PinctrlService(self.work, self.buffered, coverage)
         self.writer = SbWriter()
         self.snapshots = SnapshotPublisher(self.service.publish)
+        self.garp = GarpAnnouncer(notify=self.service.wake)
+        self.service.add_periodic(self.garp)
+        self._garp_key: Any = None
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
 
     def run(self, target: str, sb: Any, idx: Any, chassis: Any,
-            local_datapaths: Mapping[uuidlib.UUID, Any]) -> None:
+            local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any = None,
+            ovs_changed: bool = True, active_tunnels: frozenset[str] = frozenset()) -> None:
+        try:
+            self._run(target, sb, idx, chassis, local_datapaths, br_int, ovs_changed,
+                      active_tunnels)
+        except Exception:           # pinctrl must never take the agent down
+            log.err_rl(_rl_failed, "pinctrl main-loop pass failed", exc_info=True)
+
+    def _run(self, target: str, sb: Any, idx: Any, chassis: Any,
+             local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any, ovs_changed: bool,
+             active_tunnels: frozenset[str]) -> None:
         svc = self.service
         svc.set_target(target)
         if self.threaded:
@@ -438,6 +480,46 @@ class Pinctrl:
             tc = tracker.tables.get("MAC_Binding")
             rows = [tr.row for tr in tc.new_or_updated()] if tc else []
             svc.send(self.buffered.release(rows, idx.pb_by_name.get))
+        self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
+
+    def _run_garp(self, sb: Any, idx: Any, chassis: Any,
+                  local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any, ovs_changed: bool,
+                  active_tunnels: frozenset[str]) -> None:
+        """GARP/RARP announcements (send_garp_rarp_prepare): re-planned when an
+        input may have changed; the announcer (run by the service) sends them."""
+        from controller.pinctrl.garp import garp_inputs
+        key = (chassis.uuid if chassis is not None else None, frozenset(local_datapaths),
+               active_tunnels)
+        if key == self._garp_key and not ovs_changed and not sb.tracker.any_changes() \
+                and not sb.tracker.reset:
+            return
+        self._garp_key = key
+        vifs = []
+        if br_int is not None:
+            for port in br_int.ports:
+                if port.name == br_int.name:
+                    continue
+                for iface in port.interfaces:
+                    try:
+                        iface_id = iface.external_ids.get("iface-id")
+                        ofport = _opt_first(iface.ofport)
+                    except AttributeError:      # inserted by this iteration's txn
+                        continue
+                    if iface_id and isinstance(ofport, int) and ofport > 0:
+                        vifs.append(iface_id)
+        try:
+            inputs = garp_inputs(chassis, idx, local_datapaths, set(active_tunnels), vifs)
+        except Exception:
+            log.exception("GARP planning failed")
+            return
+        txn = sb.txn if chassis is not None else None
+        local = self.garp.update(inputs, _now_ms(), txn is not None)
+        if local and txn is not None:
+            try:
+                self.writer.apply_local(local, txn, sb.idl.tables, idx,
+                                        "timestamp" in sb.idl.tables["MAC_Binding"].columns)
+            except Exception:
+                log.exception("GARP local MAC_Binding writes failed")
 
     def wait(self, poller: Any) -> None:
         self.service.main_wait(poller)

@@ -189,6 +189,10 @@ class PinctrlService:
             self._notified = False
         return self._notify_r >= 0 and _drain(self._notify_r)
 
+    def wake(self) -> None:
+        """Make the service re-run (e.g. a periodic sender's schedule changed)."""
+        self._wake()
+
     # ------------------------------------------------------------ service side
     def _wake(self) -> None:
         if self._wake_w >= 0:
