@@ -10,7 +10,11 @@ One small topology per agent (a switch with two VIFs behind a router):
 * an ACL with ``log`` must produce the ``acl_log`` INFO line, text identical
   to C's (the log prefix -- time, sequence, C's thread suffix -- is free);
 * ``inject-pkt`` of a microflow from a VIF is accepted (empty reply) and its
-  errors are C's texts.
+  errors are C's texts; the frame it builds reaches the other VIF byte for
+  byte as C's;
+* a RARP on a multichassis port with ``activation-strategy=rarp`` (this
+  chassis additional, a fake hv2 main) sets the Port_Binding's
+  ``options:additional-chassis-activated`` to this chassis.
 
 Both agents run the same steps in their own sandbox; the C run is recorded
 first and ours compared with it.
@@ -34,6 +38,7 @@ pytestmark = pytest.mark.integration
 KINDS = ("c", "py")
 VM1_MAC, VM1_IP = "50:54:00:00:00:03", "10.0.0.3"
 VM2_MAC, VM2_IP = "50:54:00:00:00:04", "10.0.0.4"
+VM3_MAC, VM3_IP = "50:54:00:00:00:05", "10.0.0.5"
 RTR_MAC, RTR_IP = "00:00:00:00:ff:01", "10.0.0.1"
 TIMEOUT = 20.0
 
@@ -86,7 +91,13 @@ def box(request: pytest.FixtureRequest) -> Iterator[tuple[str, Sandbox]]:
         sb.nbctl("--no-wait", "--log", "--name=web-syn", "--severity=alert",
                  "acl-add", "ls1", "to-lport", "1001",
                  f"ip4 && tcp && tcp.dst == 8080 && ip4.dst == {VM2_IP}", "allow")
+        sb.sbctl("--may-exist", "chassis-add", "hv2", "geneve", "127.0.0.2")
+        sb.nbctl("--no-wait", "lsp-add", "ls1", "vm3",
+                 "--", "lsp-set-addresses", "vm3", f"{VM3_MAC} {VM3_IP}",
+                 "--", "lsp-set-options", "vm3", "requested-chassis=hv2,hv1",
+                 "activation-strategy=rarp")
         sb.bind_vif("vif1", "vm1", ofport=1, pcap=True)
+        sb.bind_vif("vif3", "vm3", ofport=3)
         sb.bind_vif("vif2", "vm2", ofport=2, pcap=True)
         sb.nbctl("--wait=sb", "sync")
         sb.start_controller(kind)
@@ -209,3 +220,38 @@ def test_inject_pkt(box: tuple[str, Sandbox]) -> None:
             if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[36:38] == (8080).to_bytes(2, "big")]
     assert len(syns) >= 2, syns
     _record(kind, "inject", (results, syns[-1].hex()))
+
+
+def _blocking(sb: Sandbox) -> list[str]:
+    """Table-0 flows of vif3 that exist only while activation is pending."""
+    return [f for f in sb.dump_flows() if re.search(r"(^|[ ,])in_port=vif3[ ,]", f)
+            and re.search(r"priority=10[01]0,", f) and not re.search(r"table=[1-9]", f)]
+
+
+def test_rarp_activation(box: tuple[str, Sandbox]) -> None:
+    kind, sb = box
+    def activated() -> str:
+        return sb.sbctl("--bare", "--columns=options", "find", "Port_Binding",
+                        "logical_port=vm3").strip()
+    deadline = time.monotonic() + TIMEOUT
+    hv1 = sb.sbctl("--bare", "--columns=_uuid", "find", "Chassis", "name=hv1").strip()
+    while hv1 not in sb.sbctl("--bare", "--columns=additional_chassis", "find",
+                              "Port_Binding", "logical_port=vm3") and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert hv1, "no chassis hv1"
+    assert "additional-chassis-activated" not in activated()
+    assert len(_blocking(sb)) == 2, sb.dump_flows()
+    rarp = (_mac("ff:ff:ff:ff:ff:ff") + _mac(VM3_MAC) + b"\x80\x35"
+            + bytes.fromhex("0001080006040003") + _mac(VM3_MAC) + bytes(4) + _mac(VM3_MAC)
+            + bytes(4)).hex()
+    sb.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif3", rarp)
+    while "additional-chassis-activated" not in activated() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    opts = activated()
+    assert "additional-chassis-activated=hv1" in opts, (opts, sb.log_tail())
+    # Activated: the port's blocking flows (RARP punt, drop) go away.
+    while _blocking(sb) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _blocking(sb) == [], _blocking(sb)
+    _record(kind, "activation", opts)
