@@ -532,6 +532,7 @@ class Daemon:
             ls.stage_done("ofctrl-put")
             if br_int is not None and not self.exiting:
                 self._run_pinctrl(knobs, br_int)
+                ls.stage_done("pinctrl")
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or
