@@ -12,10 +12,11 @@ vport), 1000 (``pinctrl_drop_put_vport_binding``); controller events by
 their info, 1000 (``pinctrl_drop_controller_event``); activations as a
 de-duplicated list.  So a VM flooding ARP replies for thousands of IPs
 queues at most 1000 learns, and the queue cannot grow while the main loop
-is busy.  One transaction writes at most ``MAX_WRITES_PER_TXN`` (200)
-MAC_Binding and 200 FDB rows, the rest waits for the next one (C writes all
-ready ones at once; with the Python IDL's ~0.2 ms per row written that
-would hold an iteration for ~200 ms -- measured during a 3000-learn storm).
+is busy.  One transaction writes at most ``MAX_WRITES_PER_TXN`` (100)
+MAC_Binding and 100 FDB rows, the rest waits for the next one (C writes all
+ready ones at once; the Python IDL costs 0.1-0.35 ms per row written, so
+1000 rows held an iteration for up to 405 ms in a 3000-learn storm,
+``benchmarks/pinctrl_storm.py``).
 
 :class:`SbWriter` applies one batch in the iteration's SB transaction
 (never without one: then the work waits, except events older than 10 s
@@ -57,10 +58,8 @@ _rl_unknown = RateLimiter(per_minute=12, burst=1)
 _rl_failed = RateLimiter(per_minute=6, burst=1)
 
 MAX_PENDING = 1000
-# MAC bindings / FDB entries written per SB transaction: the Python IDL costs
-# ~0.2 ms per row written, so a full 1000-row batch (C writes it in one go)
-# would hold the main loop for ~200 ms; the rest waits for the next txn.
-MAX_WRITES_PER_TXN = 200
+# MAC bindings / FDB entries written per SB transaction (see the design note).
+MAX_WRITES_PER_TXN = 100
 EVENT_MAX_AGE_MS = 10_000
 
 
