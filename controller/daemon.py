@@ -130,7 +130,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
-        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
+        self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -370,7 +370,7 @@ class Daemon:
     def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
         """Packet-in services: own connection (a thread), SB writes in this txn."""
         if self.pinctrl is None:
-            from controller.pinctrl.sb_writes import Pinctrl
+            from controller.pinctrl.agent import Pinctrl
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
                          self.chassis, self.st.rt.local_datapaths, br_int,
