@@ -17,7 +17,11 @@ so the C run proves the expectation and the py run must give the same bytes.
 * IPv6 hop limit 1 through lr0 -> ICMPv6 time exceeded (opcode ICMP, nested
   actions set type 3 code 0 and hop limit 254);
 * ping6 to fd00:b::77, no MAC binding -> lr0 sends a neighbour solicitation
-  to its solicited-node group on ls-b (opcode ND_NS).
+  to its solicited-node group on ls-b (opcode ND_NS);
+* a 1400-byte IPv4 / IPv6 datagram towards lr0-b (``gateway_mtu=1300``) ->
+  fragmentation needed / packet too big with MTU 1300 (ICMP4/6_ERROR, whose
+  nested actions pause at PUT_ICMP4/6_FRAG_MTU: a second packet-in answered
+  with NXT_RESUME).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ LRA_MAC, LRA_IP, LRA_IP6 = "0a:00:00:00:01:01", "10.0.1.1", "fd00:a::1"
 LRB_MAC, LRB_IP, LRB_IP6 = "0a:00:00:00:02:01", "10.0.2.1", "fd00:b::1"
 UNKNOWN_IP, UNKNOWN_IP6 = "10.0.2.77", "fd00:b::77"
 TIMEOUT = 10.0
+GW_MTU = 1300
 
 _NB = [
     "--", "ls-add", "ls-a", "--", "ls-add", "ls-b", "--", "lr-add", "lr0",
@@ -55,6 +60,7 @@ _NB = [
     f"{A1_MAC} {A1_IP} {A1_IP6}",
     "--", "lsp-add", "ls-b", "ls-b-p1", "--", "lsp-set-addresses", "ls-b-p1",
     f"{B1_MAC} {B1_IP} {B1_IP6}",
+    "--", "set", "Logical_Router_Port", "lr0-b", f"options:gateway_mtu={GW_MTU}",
     "--", "acl-add", "ls-a", "from-lport", "1000",
     'inport == "ls-a-p1" && (tcp.dst == 80 || udp.dst == 80)', "reject",
 ]
@@ -229,4 +235,37 @@ def test_unknown_ipv6_next_hop_gets_neighbour_solicitation(env: Env) -> None:
                     2)
     expected = (b"\x33\x33" + addr(group)[12:] + r + b"\x86\xdd"
                 + ipv6(lla, group, 58, 255, ns))
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_too_big_ipv4_gets_frag_needed_with_mtu(env: Env) -> None:
+    payload = bytes(range(256)) * 6
+    udp = struct.pack("!HHHH", 5000, 7, 8 + len(payload), 0) + payload
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x08\x00" + ipv4(A1_IP, B1_IP, 17, 64, udp)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 1 and f.icmp_type == 3, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no ICMP on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    quoted = ipv4(A1_IP, B1_IP, 17, 63, udp)        # as routed: TTL already decremented
+    body = bytes((3, 4, 0, 0, 0, 0)) + struct.pack("!H", GW_MTU) + quoted[:534]
+    body = body[:2] + struct.pack("!H", csum(body)) + body[4:]
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x08\x00" + ipv4(LRA_IP, A1_IP, 1, 254, body)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_too_big_ipv6_gets_packet_too_big_with_mtu(env: Env) -> None:
+    payload = bytes(range(256)) * 6
+    udp = with_csum6(A1_IP6, B1_IP6, 17,
+                     struct.pack("!HHHH", 5000, 7, 8 + len(payload), 0) + payload, 6)
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x86\xdd" + ipv6(A1_IP6, B1_IP6, 17, 64, udp)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 58 and f.icmp_type == 2, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no ICMPv6 on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    quoted = ipv6(A1_IP6, B1_IP6, 17, 63, udp)      # as routed: hop limit decremented
+    body = with_csum6(LRA_IP6, A1_IP6, 58, bytes((2, 0, 0, 0)) + struct.pack("!I", GW_MTU)
+                      + quoted[:1218], 2)
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(LRA_IP6, A1_IP6, 58, 254, body)
     assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
