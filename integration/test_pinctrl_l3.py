@@ -1,7 +1,7 @@
 """pinctrl L3 services end to end: real daemons, a packet in, the answer out.
 
 One small topology (ls-a -- lr0 -- ls-b, VIFs vif-a1 and vif-b1 on this
-chassis, a reject ACL for TCP and UDP port 80 from ls-a-p1) runs under each
+chassis, a reject ACL for TCP, UDP and SCTP port 80 from ls-a-p1) runs under each
 agent (``c`` first, then ``py``).  A packet is injected with
 ``netdev-dummy/receive`` and the frame the agent's pinctrl makes of it is
 read from a tx pcap; the test derives the whole expected frame by hand from
@@ -12,6 +12,8 @@ so the C run proves the expectation and the py run must give the same bytes.
   its nested actions set type 11 code 0 and TTL 254);
 * TCP SYN to port 80 -> RST|ACK back with addresses swapped (REJECT);
 * UDP to port 80 -> ICMP port unreachable (REJECT, code 3);
+* IPv6 TCP SYN to port 80 -> IPv6 RST; SCTP INIT to port 80 -> ABORT
+  carrying the INIT's initiate tag (REJECT);
 * ping to 10.0.2.77, no MAC binding -> lr0 broadcasts an ARP request on ls-b
   (opcode ARP; the original packet is buffered);
 * IPv6 hop limit 1 through lr0 -> ICMPv6 time exceeded (opcode ICMP, nested
@@ -62,7 +64,7 @@ _NB = [
     f"{B1_MAC} {B1_IP} {B1_IP6}",
     "--", "set", "Logical_Router_Port", "lr0-b", f"options:gateway_mtu={GW_MTU}",
     "--", "acl-add", "ls-a", "from-lport", "1000",
-    'inport == "ls-a-p1" && (tcp.dst == 80 || udp.dst == 80)', "reject",
+    'inport == "ls-a-p1" && (tcp.dst == 80 || udp.dst == 80 || sctp.dst == 80)', "reject",
 ]
 
 
@@ -268,4 +270,45 @@ def test_too_big_ipv6_gets_packet_too_big_with_mtu(env: Env) -> None:
     body = with_csum6(LRA_IP6, A1_IP6, 58, bytes((2, 0, 0, 0)) + struct.pack("!I", GW_MTU)
                       + quoted[:1218], 2)
     expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(LRA_IP6, A1_IP6, 58, 254, body)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_reject_ipv6_tcp_gets_rst(env: Env) -> None:
+    syn = with_csum6(A1_IP6, B1_IP6, 6, struct.pack("!HHIIHHHH", 43211, 80, 0xFFFFFFFF, 0,
+                                                    0x5002, 64240, 0, 0), 16)
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x86\xdd" + ipv6(A1_IP6, B1_IP6, 6, 64, syn)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 6 and f.ip_src == B1_IP6, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no RST on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    rst = with_csum6(B1_IP6, A1_IP6, 6, struct.pack("!HHIIHHHH", 80, 43211, 0, 0, 0x5014, 0,
+                                                    0, 0), 16)
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(B1_IP6, A1_IP6, 6, 63, rst)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def crc32c(data: bytes) -> bytes:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 * (crc & 1))
+    return (~crc & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def test_reject_sctp_init_gets_abort(env: Env) -> None:
+    tag = 0x0BADCAFE
+    init = struct.pack("!HHII", 40000, 80, 0, 0) + struct.pack("!BBHIIHHI", 1, 0, 20, tag,
+                                                               65535, 10, 10, 1)
+    init = init[:8] + crc32c(init) + init[12:]
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x08\x00" + ipv4(A1_IP, B1_IP, 132, 64, init)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 132 and f.ip_src == B1_IP, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no ABORT on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    abort = struct.pack("!HHII", 80, 40000, tag, 0) + bytes((6, 0, 0, 4))
+    abort = abort[:8] + crc32c(abort) + abort[12:]
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x08\x00" + ipv4(B1_IP, A1_IP, 132, 63, abort)
     assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
