@@ -14,6 +14,10 @@ so the C run proves the expectation and the py run must give the same bytes.
 * UDP to port 80 -> ICMP port unreachable (REJECT, code 3);
 * IPv6 TCP SYN to port 80 -> IPv6 RST; SCTP INIT to port 80 -> ABORT
   carrying the INIT's initiate tag (REJECT);
+* TCP SYN to the router's own address -> RST (TCP_RESET, not swapped by
+  pinctrl: its nested actions swap); UDP to its IPv6 address -> ICMPv6 port
+  unreachable (ICMP); an NS for its IPv6 address -> NA with the router flag
+  (ND_NA_ROUTER);
 * ping to 10.0.2.77, no MAC binding -> lr0 broadcasts an ARP request on ls-b
   (opcode ARP; the original packet is buffered);
 * IPv6 hop limit 1 through lr0 -> ICMPv6 time exceeded (opcode ICMP, nested
@@ -311,4 +315,52 @@ def test_reject_sctp_init_gets_abort(env: Env) -> None:
     abort = struct.pack("!HHII", 80, 40000, tag, 0) + bytes((6, 0, 0, 4))
     abort = abort[:8] + crc32c(abort) + abort[12:]
     expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x08\x00" + ipv4(B1_IP, A1_IP, 132, 63, abort)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_tcp_to_router_address_gets_rst(env: Env) -> None:
+    syn = struct.pack("!HHIIHHHH", 43212, 22, 77, 0, 0x5002, 64240, 0, 0)
+    pseudo = addr(A1_IP) + addr(LRA_IP) + struct.pack("!BBH", 0, 6, 20)
+    syn = syn[:16] + struct.pack("!H", csum(pseudo + syn)) + syn[18:]
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x08\x00" + ipv4(A1_IP, LRA_IP, 6, 64, syn)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 6 and f.ip_src == LRA_IP, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no RST on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    rst = struct.pack("!HHIIHHHH", 22, 43212, 0, 78, 0x5014, 0, 0, 0)
+    pseudo = addr(LRA_IP) + addr(A1_IP) + struct.pack("!BBH", 0, 6, 20)
+    rst = rst[:16] + struct.pack("!H", csum(pseudo + rst)) + rst[18:]
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x08\x00" + ipv4(LRA_IP, A1_IP, 6, 62, rst)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_udp_to_router_ipv6_address_gets_port_unreachable(env: Env) -> None:
+    udp = with_csum6(A1_IP6, LRA_IP6, 17, struct.pack("!HHHH", 5001, 9, 11, 0) + b"abc", 6)
+    sent = mac(LRA_MAC) + mac(A1_MAC) + b"\x86\xdd" + ipv6(A1_IP6, LRA_IP6, 17, 64, udp)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 58 and f.icmp_type == 1, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no ICMPv6 on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    body = with_csum6(LRA_IP6, A1_IP6, 58, bytes((1, 4, 0, 0)) + bytes(4) + sent[14:], 2)
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(LRA_IP6, A1_IP6, 58, 254, body)
+    assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_ns_for_router_address_gets_router_na(env: Env) -> None:
+    target = addr(LRA_IP6)
+    group = "ff02::1:ff" + target[13:14].hex() + ":" + target[14:16].hex()
+    ns = with_csum6(A1_IP6, group, 58, bytes((135, 0, 0, 0)) + bytes(4) + target
+                    + b"\x01\x01" + mac(A1_MAC), 2)
+    sent = b"\x33\x33" + addr(group)[12:] + mac(A1_MAC) + b"\x86\xdd" + ipv6(
+        A1_IP6, group, 58, 255, ns)
+    tx = env.tx("vif-a1")
+    inject_raw(env, "vif-a1", sent)
+    got, seen = tx.wait_for(lambda f: f.proto == 58 and f.icmp_type == 136, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] no NA on vif-a1:\n"
+                             + "\n".join(f.summary() for f in seen))
+    na = with_csum6(LRA_IP6, A1_IP6, 58, bytes((136, 0, 0, 0)) + struct.pack("!I", 0xE0000000)
+                    + target + b"\x02\x01" + mac(LRA_MAC), 2)
+    expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(LRA_IP6, A1_IP6, 58, 255, na)
     assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
