@@ -34,6 +34,28 @@ from controller.pinctrl.state import LocalView
 __all__ = ["handle_arp", "handle_nd_ns", "handle_nd_na", "handle_icmp", "handle_icmp_error",
            "handle_tcp_reset", "handle_sctp_abort", "handle_reject", "handle_icmp_frag_mtu"]
 
+def _nested_error(actions: bytes) -> str | None:
+    """Why OVS would refuse ``actions`` as an OpenFlow 1.5 action list on its
+    framing (``ofpacts_pull_openflow_actions``), None when the framing holds."""
+    if len(actions) % 8:
+        return "OFPBRC_BAD_LEN"
+    ofs = 0
+    while ofs < len(actions):
+        alen = (actions[ofs + 2] << 8) | actions[ofs + 3]
+        if alen < 8 or alen % 8 or ofs + alen > len(actions):
+            return "OFPBAC_BAD_LEN"
+        ofs += alen
+    return None
+
+
+def _packet_out(pin: PacketIn, frame: bytes) -> Outcome:
+    """PO-N of ``frame``; nothing is sent when the nested actions are unusable."""
+    error = _nested_error(pin.payload)
+    if error is not None:
+        return DROP("failed to parse actions from userdata (%s)" % error)
+    return Outcome(messages=[po_nested(pin, frame, pin.payload)])
+
+
 def _reply(pin: PacketIn, build: Callable[[bytes, Headers], bytes | None]) -> Outcome:
     """PO-N of what ``build`` makes of the packet-in's frame."""
     try:
@@ -42,26 +64,32 @@ def _reply(pin: PacketIn, build: Callable[[bytes, Headers], bytes | None]) -> Ou
         return DROP(str(e))
     if frame is None:
         return Outcome()
-    return Outcome(messages=[po_nested(pin, frame, pin.payload)])
+    return _packet_out(pin, frame)
 
 
 @handler(OP_ARP)
 def handle_arp(pin: PacketIn, view: LocalView) -> Outcome:
     """``arp { A }``: buffer the IPv4 packet for its next hop (reg0), send an
-    ARP request through A."""
-    out = _reply(pin, lambda f, h: frames.arp_request(f, h))
-    if out.messages:
-        out.intents.append(buffer_intent(pin, is_arp=True))
+    ARP request through A (buffered even when A turns out unusable, as in C)."""
+    try:
+        frame = frames.arp_request(pin.packet)
+    except FrameError as e:
+        return DROP(str(e))
+    out = _packet_out(pin, frame)
+    out.intents.append(buffer_intent(pin, is_arp=True))
     return out
 
 
 @handler(OP_ND_NS)
 def handle_nd_ns(pin: PacketIn, view: LocalView) -> Outcome:
     """``nd_ns { A }``: buffer the IPv6 packet for its next hop (xxreg0), send a
-    neighbour solicitation through A."""
-    out = _reply(pin, lambda f, h: frames.nd_ns(f, h))
-    if out.messages:
-        out.intents.append(buffer_intent(pin, is_arp=False))
+    neighbour solicitation through A (buffered even when A is unusable)."""
+    try:
+        frame = frames.nd_ns(pin.packet)
+    except FrameError as e:
+        return DROP(str(e))
+    out = _packet_out(pin, frame)
+    out.intents.append(buffer_intent(pin, is_arp=False))
     return out
 
 

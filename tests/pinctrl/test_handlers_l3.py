@@ -149,6 +149,20 @@ def test_nd_na_and_router_flag() -> None:
         "NA action on non-ND packet"
 
 
+def test_unusable_nested_actions_send_nothing_but_still_buffer() -> None:
+    frame = udp4_frame()
+    for bad in (NESTED[:12], b"\x00\x00\x00\x04\x00\x00\x00\x00",
+                NESTED[:2] + b"\x00\x18" + NESTED[4:]):
+        out = H.handle_arp(pin_of(ops.OP_ARP, frame, payload=bad), VIEW)
+        assert out.messages == [] and out.drop is not None
+        assert out.drop.startswith("failed to parse actions from userdata (OFPB")
+        assert [type(i) for i in out.intents] == [BufferIntent]
+        out = H.handle_icmp(pin_of(ops.OP_ICMP, frame, payload=bad), VIEW)
+        assert out.messages == [] and out.intents == [] and out.drop is not None
+    out = H.handle_tcp_reset(pin_of(ops.OP_TCP_RESET, tcp4_frame(), payload=b""), VIEW)
+    assert len(out.messages) == 1 and out.drop is None       # an empty list is fine
+
+
 # ---------------------------------------------------------------- ICMP
 
 
@@ -244,7 +258,7 @@ SEEDS = [udp4_frame(), udp6_frame(), tcp4_frame(), ns_frame("fd00::1"),
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(MY_OPCODES), st.sampled_from(SEEDS), st.integers(0, 200),
        st.lists(st.tuples(st.integers(0, 199), st.integers(0, 255)), max_size=4),
-       st.binary(max_size=12))
+       st.one_of(st.just(NESTED), st.binary(max_size=12)))
 def test_handlers_never_raise(op: int, seed: bytes, cut: int, flips: list[tuple[int, int]],
                               payload: bytes) -> None:
     f = bytearray(seed[:cut])
