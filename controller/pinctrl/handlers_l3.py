@@ -26,7 +26,7 @@ from controller.pinctrl import frames
 from controller.pinctrl.buffered import buffer_intent
 from controller.pinctrl.frames import FrameError, Headers
 from controller.pinctrl.openflow import po_nested, resume
-from controller.pinctrl.outcome import DROP, LogIntent, Outcome
+from controller.pinctrl.outcome import DROP, Outcome
 from controller.pinctrl.packet_in import PacketIn
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
@@ -137,7 +137,8 @@ def handle_icmp_frag_mtu(pin: PacketIn, view: LocalView) -> Outcome:
     """``icmp4.frag_mtu = N`` / ``icmp6.frag_mtu = N`` inside an ICMP error's
     nested actions: patch the MTU into the ICMP packet and resume.  As in C
     the frame's family, not the opcode, decides whether a be16 or a be32 MTU
-    is read from the userdata; anything else resumes the packet unchanged."""
+    is read from the userdata; anything else resumes the packet unchanged
+    (reported as a drop reason when C warns: the frame is not ICMP)."""
     payload = pin.payload
     try:
         h = frames.parse(pin.packet)
@@ -152,6 +153,6 @@ def handle_icmp_frag_mtu(pin: PacketIn, view: LocalView) -> Outcome:
         else:
             raise FrameError("put_icmp(4/6)_frag_mtu action on non-ICMPv4/v6 packet")
     except FrameError as e:
-        return Outcome(messages=[resume(pin)],
-                       intents=[LogIntent(module="pinctrl", level="warn", text=str(e))])
+        # the action failed (counted, warned rate-limited) but the pipeline resumes
+        return Outcome(messages=[resume(pin)], drop=str(e))
     return Outcome(messages=[resume(pin, frame)])
