@@ -178,6 +178,20 @@ class Engine:
             n.state = State.STALE
             n.clear_tracked()
 
+    def need_run(self) -> bool:
+        """Run only the leaves (input nodes); True when any of them changed.
+
+        The main loop asks this after a skipped run (recompute still not
+        allowed) to decide whether to wake at once or sleep until an event."""
+        for n in self.nodes:
+            if not n.inputs:
+                changed = n.run_fn()
+                n.stats.recompute += 1
+                n.state = State.UPDATED if changed else State.UNCHANGED
+                if changed:
+                    return True
+        return False
+
     def run(self, recompute_allowed: bool = True) -> bool:
         """Process all nodes; returns False when the run aborted."""
         if self.aborted and not recompute_allowed:
