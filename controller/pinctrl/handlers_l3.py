@@ -34,6 +34,7 @@ from controller.pinctrl.state import LocalView
 __all__ = ["handle_arp", "handle_nd_ns", "handle_nd_na", "handle_icmp", "handle_icmp_error",
            "handle_tcp_reset", "handle_sctp_abort", "handle_reject", "handle_icmp_frag_mtu"]
 
+
 def _nested_error(actions: bytes) -> str | None:
     """Why OVS would refuse ``actions`` as an OpenFlow 1.5 action list on its
     framing (``ofpacts_pull_openflow_actions``), None when the framing holds."""
