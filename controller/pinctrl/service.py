@@ -143,10 +143,6 @@ class PinctrlService:
             self.senders = self.senders + [sender]
         self._wake()
 
-    def wake(self) -> None:
-        """A periodic sender has new work: re-run and re-arm the timers."""
-        self._wake()
-
     def send(self, msgs: list[bytes]) -> None:
         """Queue messages for the pinctrl connection (thread-safe)."""
         if not msgs:

@@ -8,11 +8,8 @@ import subprocess
 import pytest
 
 from controller.pinctrl.garp import (GarpAnnouncer, GarpEntry, GarpInputs, LocalMacBinding,
-                                     PeerPort, garp_frame, rarp_frame,
-                                     write_local_mac_bindings)
-from controller.indexes import SbIndexes
+                                     PeerPort, garp_frame, rarp_frame)
 from controller.pinctrl.openflow import po_inject
-from tests.agent.fakes import FakeRow, dp, pb
 
 
 def packet_out_inject(frame: bytes, dp_key: int, port_key: int) -> bytes:
@@ -174,39 +171,3 @@ def test_notify_on_added_or_removed_keys_only() -> None:
     assert len(calls) == 1
     a.update(GarpInputs(()), 30, True)
     assert len(calls) == 2
-
-
-# ------------------------------------------------------------------ SB upserts
-class _Txn:
-    def __init__(self) -> None:
-        self.rows: list[FakeRow] = []
-
-    def insert(self, table: object) -> FakeRow:
-        row = FakeRow()           # no columns: reading one before writing it fails, as in the IDL
-        self.rows.append(row)
-        return row
-
-
-def test_write_local_mac_bindings_as_mac_binding_add_to_sb() -> None:
-    lr0, gw = dp(2), dp(3)
-    lrp, gwp = pb("lr0-pub", lr0, 1, "patch"), pb("gw-pub", gw, 1, "l3gateway")
-    idx = SbIndexes()
-    idx.rebuild({"Port_Binding": {r.uuid: r for r in (lrp, gwp)},
-                 "Datapath_Binding": {d.uuid: d for d in (lr0, gw)}})
-    old = FakeRow(logical_port="gw-pub", ip="172.16.0.5", mac="0a:00:00:00:00:99",
-                  datapath=gw, timestamp=1)
-    same = FakeRow(logical_port="lr0-pub", ip="172.16.0.6", mac=MAC, datapath=lr0, timestamp=1)
-    rows = {("gw-pub", "172.16.0.5"): old, ("lr0-pub", "172.16.0.6"): same}
-    txn = _Txn()
-    n = write_local_mac_bindings(txn, "MAC_Binding", idx, rows.get, [
-        LocalMacBinding(2, 1, "172.16.0.5", MAC, False),      # insert
-        LocalMacBinding(2, 1, "172.16.0.5", MAC, False),      # same key again: no 2nd row
-        LocalMacBinding(3, 1, "172.16.0.5", MAC, True),       # update-only, row exists
-        LocalMacBinding(3, 1, "172.16.0.7", MAC, True),       # update-only, no row: skipped
-        LocalMacBinding(2, 1, "172.16.0.6", MAC, False),      # unchanged MAC: no write
-        LocalMacBinding(9, 1, "172.16.0.8", MAC, False),      # unknown datapath
-    ], can_timestamp=True)
-    assert [(r.logical_port, r.ip, r.mac, r.datapath) for r in txn.rows] == [
-        ("lr0-pub", "172.16.0.5", MAC, lr0)]
-    assert old.mac == MAC and old.timestamp > 1
-    assert same.writes == [] and n == 2
