@@ -242,9 +242,9 @@ def test_ip_options_are_copied_and_not_checksummed() -> None:
 ])
 def test_bad_requests_get_no_answer(frame: bytes, why: str) -> None:
     if len(frame) > 34:
-        frame = bytearray(frame)  # keep IP/UDP lengths consistent with truncation
-        frame[16:18] = struct.pack("!H", len(frame) - 14)
-        frame = bytes(frame)
+        fixed = bytearray(frame)  # keep the IP length consistent with the truncation
+        fixed[16:18] = struct.pack("!H", len(frame) - 14)
+        frame = bytes(fixed)
     ans = put_dhcp_opts(frame, OFFER, OPTS_BY_HAND)
     assert ans.frame is None
     assert ans.logs == (("warn", why),)
