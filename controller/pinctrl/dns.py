@@ -30,12 +30,12 @@ import socket
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from controller.pinctrl.l7frame import L7Answer, csum16, ipv4_header_csum, layout, pseudo6
 
-__all__ = ["DnsCache", "EMPTY_DNS_CACHE", "build_dns_cache", "dns_lookup",
-           "parse_ip_addresses"]
+__all__ = ["DnsCache", "EMPTY_DNS_CACHE", "build_dns_cache", "dns_cache_from_sb",
+           "dns_lookup", "parse_ip_addresses"]
 
 TYPE_A, TYPE_PTR, TYPE_AAAA, TYPE_ANY = 1, 12, 28, 255
 _SUPPORTED = (TYPE_A, TYPE_AAAA, TYPE_ANY, TYPE_PTR)
@@ -80,6 +80,13 @@ def build_dns_cache(rows: Iterable[tuple[Mapping[str, str], Mapping[str, str], I
         for dp in dps:
             by_dp.setdefault(dp, []).append(recs)
     return DnsCache(MappingProxyType({dp: tuple(v) for dp, v in by_dp.items()}))
+
+
+def dns_cache_from_sb(rows: Iterable[Any]) -> DnsCache:
+    """:func:`build_dns_cache` over SB DNS IDL rows (``external_ids``,
+    ``records``, ``datapaths`` referencing Datapath_Binding rows)."""
+    return build_dns_cache((dict(r.external_ids), dict(r.records),
+                            [int(dp.tunnel_key) for dp in r.datapaths]) for r in rows)
 
 
 # -- record values: OVN extract_ip_addresses() ---------------------------------

@@ -1,13 +1,16 @@
-"""The C ovn-controller 23.03.1 as oracle for the continuation builders.
+"""DHCPv4, DHCPv6, DNS and RA answers of the C ovn-controller 23.03.1 and of
+ours, against the continuation builders.
 
-One sandbox (real ovsdb-server, ovs-vswitchd with dummy ports, ovn-northd,
-the C agent) serves a switch with DHCPv4/DHCPv6 options and DNS records and
-a router port with IPv6 RA configs.  Requests are injected on the VIF with
-``netdev-dummy/receive``; the answers C sends back are read from the VIF's
-tx pcap.  Each is compared byte for byte with what our builder makes of the
-same request and the userdata of the SB lflow, after the rewrite northd's
-response flow applies (addresses, ports; checksums recomputed from scratch
-by the test's own reference checksum).
+One sandbox per agent (real ovsdb-server, ovs-vswitchd with dummy ports,
+ovn-northd, the agent) serves a switch with DHCPv4/DHCPv6 options and DNS
+records and a router port with IPv6 RA configs.  Requests are injected on
+the VIF with ``netdev-dummy/receive``; the answers the agent sends back are
+read from the VIF's tx pcap.  Each must equal, byte for byte, what our
+builder makes of the same request and the userdata of the SB lflow, after
+the rewrite northd's response flow applies (addresses, ports; checksums
+recomputed by the test's own reference checksum).  The C run makes the
+builders answer to the oracle; the "py" run checks the whole path of our
+agent (flows, packet-in, handler, NXT_RESUME) gives the same bytes.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ def lla(mac_text: str) -> bytes:
     return b"\xfe\x80" + bytes(6) + bytes((b[0] ^ 2,)) + b[1:3] + b"\xff\xfe" + b[3:]
 
 
-@pytest.fixture(scope="module")
-def box() -> Iterator[Sandbox]:
+@pytest.fixture(scope="module", params=["c", "py"])
+def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     with Sandbox() as sb:
         sb.nbctl("ls-add", "sw0")
         sb.nbctl("lsp-add", "sw0", "vm1")
@@ -75,7 +78,7 @@ def box() -> Iterator[Sandbox]:
         sb.nbctl("lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0", "router",
                  "--", "lsp-set-addresses", "sw0-lr0", "router",
                  "--", "lsp-set-options", "sw0-lr0", "router-port=lrp0")
-        sb.start_controller("c")
+        sb.start_controller(request.param)
         sb.bind_vif("vm1", "vm1", pcap=True)
         sb.wait_hv_sync()
         yield sb
@@ -150,8 +153,8 @@ def is_udp(sport: int, dport: int, v6: bool = False) -> Callable[[bytes], bool]:
     ("request-other-ip", dict(msg_type=3, extra=[(50, ipaddress.IPv4Address("10.0.0.99").packed)])),
 ])
 def test_dhcpv4_matches_c(box: Sandbox, kind: str, kw: dict) -> None:
-    msg_type = kw.pop("msg_type")
-    req = t4.request_frame(msg_type, **kw)
+    args = dict(kw)
+    req = t4.request_frame(args.pop("msg_type"), **args)
     got = exchange(box, req, is_udp(67, 68))
     assert got is not None, f"C sent no DHCP answer for {kind}\n{box.log_tail()}"
     action = lflow_action(box, "sw0", "put_dhcp_opts", "ip4.src == 0.0.0.0")
@@ -160,6 +163,9 @@ def test_dhcpv4_matches_c(box: Sandbox, kind: str, kw: dict) -> None:
     assert mine is not None
     assert got == rewrite4(mine, eth_dst=mac(CLIENT_MAC), eth_src=mac(SERVER_MAC),
                            ip_src=ipaddress.IPv4Address("10.0.0.1").packed, sport=67, dport=68)
+    verb = "NAK" if kind == "request-other-ip" else "ACK" if kind == "request" else "OFFER"
+    assert re.search(r"\|pinctrl[^|]*\|INFO\|DHCP%s %s 10\.0\.0\.4\n" % (verb, CLIENT_MAC),
+                     box.log_tail(lines=400) + "\n")
 
 
 @pytest.mark.parametrize("msg_type", [1, 3, 11])
