@@ -41,6 +41,7 @@ pytestmark = [pytest.mark.integration,
                                  reason="the C ovn-controller is not installed")]
 
 SERVER_MAC = "50:54:00:00:00:fe"
+VM2_MAC = "50:54:00:00:00:02"
 LRP_MAC = "00:00:00:00:ff:01"
 
 
@@ -64,6 +65,15 @@ def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
                       f'"server_id"="10.0.0.1" "server_mac"="{SERVER_MAC}" '
                       '"dns_server"="{8.8.8.8, 1.1.1.1}" "domain_name"="\\"ovn.org\\""').strip()
         sb.nbctl("lsp-set-dhcpv4-options", "vm1", d4)
+        sb.nbctl("lsp-add", "sw0", "vm2")
+        sb.nbctl("lsp-set-addresses", "vm2", f"{VM2_MAC} 10.0.0.5")
+        boot = sb.nbctl("create", "DHCP_Options", "cidr=10.0.0.0/24",
+                        'options="lease_time"="3600" "router"="10.0.0.1" '
+                        f'"server_id"="10.0.0.1" "server_mac"="{SERVER_MAC}" '
+                        '"bootfile_name"="\\"pxe.efi\\"" '
+                        '"bootfile_name_alt"="\\"ipxe.efi\\"" '
+                        '"next_server"="10.0.0.2"').strip()
+        sb.nbctl("lsp-set-dhcpv4-options", "vm2", boot)
         d6 = sb.nbctl("create", "DHCP_Options", 'cidr="aef0::/64"',
                       'options="server_id"="00:00:00:00:10:02" "dns_server"="{ae70::1}" '
                       '"domain_search"="\\"ovn.org\\""').strip()
@@ -80,6 +90,7 @@ def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
                  "--", "lsp-set-options", "sw0-lr0", "router-port=lrp0")
         sb.start_controller(request.param)
         sb.bind_vif("vm1", "vm1", pcap=True)
+        sb.bind_vif("vm2", "vm2", pcap=True)
         sb.wait_hv_sync()
         yield sb
 
@@ -95,12 +106,12 @@ def lflow_action(box: Sandbox, datapath: str, name: str, match_has: str) -> str:
 
 
 def exchange(box: Sandbox, frame: bytes, want: Callable[[bytes], bool],
-             timeout: float = 5.0) -> bytes | None:
-    """Inject ``frame`` on vm1; the first new frame vm1 transmits for which
-    ``want`` holds (background frames are skipped), or None after ``timeout``."""
-    path = box.run / "vm1-tx.pcap"
+             timeout: float = 5.0, iface: str = "vm1") -> bytes | None:
+    """Inject ``frame`` on ``iface``; the first new frame it transmits for
+    which ``want`` holds (background frames are skipped), or None after ``timeout``."""
+    path = box.run / f"{iface}-tx.pcap"
     seen = len(read_pcap(path))
-    box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vm1", frame.hex())
+    box.appctl("ovs-vswitchd", "netdev-dummy/receive", iface, frame.hex())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         frames = read_pcap(path)
@@ -157,7 +168,8 @@ def test_dhcpv4_matches_c(box: Sandbox, kind: str, kw: dict) -> None:
     req = t4.request_frame(args.pop("msg_type"), **args)
     got = exchange(box, req, is_udp(67, 68))
     assert got is not None, f"C sent no DHCP answer for {kind}\n{box.log_tail()}"
-    action = lflow_action(box, "sw0", "put_dhcp_opts", "ip4.src == 0.0.0.0")
+    action = lflow_action(box, "sw0", "put_dhcp_opts",
+                          "eth.src == %s && ip4.src == 0.0.0.0" % CLIENT_MAC)
     rest = after_result_field(controller_userdata(action))
     mine = put_dhcp_opts(req, rest[:4], rest[4:]).frame
     assert mine is not None
@@ -166,6 +178,38 @@ def test_dhcpv4_matches_c(box: Sandbox, kind: str, kw: dict) -> None:
     verb = "NAK" if kind == "request-other-ip" else "ACK" if kind == "request" else "OFFER"
     assert re.search(r"\|pinctrl[^|]*\|INFO\|DHCP%s %s 10\.0\.0\.4\n" % (verb, CLIENT_MAC),
                      box.log_tail(lines=400) + "\n")
+
+
+def test_dhcpv4_inform_and_release(box: Sandbox) -> None:
+    req = t4.request_frame(8, ciaddr="10.0.0.4")
+    got = exchange(box, req, is_udp(67, 68))
+    assert got is not None, f"no DHCPACK for DHCPINFORM\n{box.log_tail()}"
+    action = lflow_action(box, "sw0", "put_dhcp_opts", "ip4.src == 10.0.0.4")
+    rest = after_result_field(controller_userdata(action))
+    mine = put_dhcp_opts(req, rest[:4], rest[4:]).frame
+    assert mine is not None
+    assert got == rewrite4(mine, eth_dst=mac(CLIENT_MAC), eth_src=mac(SERVER_MAC),
+                           ip_src=ipaddress.IPv4Address("10.0.0.1").packed, sport=67, dport=68)
+    assert exchange(box, t4.request_frame(7, ciaddr="10.0.0.4"), is_udp(67, 68),
+                    timeout=1.5) is None
+
+
+@pytest.mark.parametrize("ipxe", [False, True])
+def test_dhcpv4_bootfile_rules(box: Sandbox, ipxe: bool) -> None:
+    extra = [(175, b"\x01\x01\x01")] if ipxe else []
+    req = t4.request_frame(1, mac=VM2_MAC, extra=extra)
+    got = exchange(box, req, is_udp(67, 68), iface="vm2")
+    assert got is not None, f"no DHCPOFFER\n{box.log_tail()}"
+    action = lflow_action(box, "sw0", "put_dhcp_opts", "eth.src == %s && ip4.src == 0.0.0.0"
+                          % VM2_MAC)
+    rest = after_result_field(controller_userdata(action))
+    mine = put_dhcp_opts(req, rest[:4], rest[4:]).frame
+    assert mine is not None
+    siaddr = mine[14 + 28 + 20:14 + 28 + 24]
+    # iPXE: the in-place rewrite hides option 253 from C's scan (siaddr 0).
+    assert siaddr == (bytes(4) if ipxe else ipaddress.IPv4Address("10.0.0.2").packed)
+    assert got == rewrite4(mine, eth_dst=mac(VM2_MAC), eth_src=mac(SERVER_MAC),
+                           ip_src=ipaddress.IPv4Address("10.0.0.1").packed, sport=67, dport=68)
 
 
 @pytest.mark.parametrize("msg_type", [1, 3, 11])
