@@ -10,7 +10,12 @@ validation (then no bit is written), as in 23.03.1.  The header may name a
 wide register (northd's ``reg0[3]`` is encoded as ``xxreg0[99]``); packet-in
 metadata carries 32-bit registers, so the bit is mapped to its ``regN``.
 The builders' log lines become :class:`LogIntent` entries of module
-``pinctrl``.
+``pinctrl``, rate-limited as C's VLOG_*_RL: per service one limiter for
+warnings and debug lines (1/min, burst 5; C has one per function for
+DHCPv6, DNS and RA and one per call site for DHCPv4, so DHCPv4 warnings of
+different kinds share here), and for the DHCPv4 INFO lines one per kind
+(OFFER/ACK/NAK replies, RELEASE, INFORM: 20/min, burst 40; DECLINE is not
+limited).
 """
 
 from __future__ import annotations
@@ -24,15 +29,34 @@ from controller.pinctrl.dhcp6 import put_dhcpv6_opts, put_nd_ra_opts
 from controller.pinctrl.dns import dns_lookup
 from controller.pinctrl.l7frame import L7Answer
 from controller.pinctrl.openflow import resume
-from controller.pinctrl.outcome import LogIntent, Outcome
+from controller.pinctrl.outcome import Intent, LogIntent, Outcome
 from controller.pinctrl.packet_in import PacketIn
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
+from controller.vlog import RateLimiter
 from ofctrl.oxm import OxmError, decode_header
 
 __all__ = ["ResultField", "parse_result_field"]
 
 _MODULE = "pinctrl"
+_DHCP4_INFO_KINDS = {"DHCPOFFER": "reply", "DHCPACK": "reply", "DHCPNAK": "reply",
+                     "DHCPRELEASE": "release", "DHCPINFORM": "inform"}
+_LIMITERS: dict[tuple[str, str], RateLimiter] = {}
+
+
+def _limiter(service: str, level: str, text: str) -> RateLimiter | None:
+    """The rate limiter of one log line of ``service`` (None: not limited)."""
+    if level == "info":
+        kind = _DHCP4_INFO_KINDS.get(text.split(" ", 1)[0])
+        if kind is None:
+            return None
+        key, rate, burst = (service, kind), 20, 40
+    else:
+        key, rate, burst = (service, "warn"), 1, 5
+    rl = _LIMITERS.get(key)
+    if rl is None:
+        rl = _LIMITERS[key] = RateLimiter(per_minute=rate, burst=burst)
+    return rl
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +102,11 @@ def parse_result_field(payload: bytes, offer_ip: bool = False
     return ResultField(name, bit), hdr_len + 4, None
 
 
-def _log(level: str, text: str) -> LogIntent:
-    return LogIntent(module=_MODULE, level=level, text=text)
-
-
-def _resume(pin: PacketIn, result: ResultField | None, answer: L7Answer,
+def _resume(service: str, pin: PacketIn, result: ResultField | None, answer: L7Answer,
             logs: tuple[tuple[str, str], ...] = ()) -> Outcome:
     bit = None if result is None else (result.name, result.ofs, 1 if answer.frame else 0)
-    intents: list = [_log(level, text) for level, text in logs + answer.logs]
+    intents: list[Intent] = [LogIntent(_MODULE, level, text, _limiter(service, level, text))
+                             for level, text in logs + answer.logs]
     return Outcome(messages=[resume(pin, answer.frame, bit)], intents=intents)
 
 
@@ -102,29 +123,29 @@ def _prologue(pin: PacketIn, offer_ip: bool = False
 def handle_put_dhcp_opts(pin: PacketIn, view: LocalView) -> Outcome:
     result, rest, logs = _prologue(pin, offer_ip=True)
     if rest is None:
-        return _resume(pin, result, L7Answer(None), logs)
-    return _resume(pin, result, put_dhcp_opts(pin.packet, rest[:4], rest[4:]))
+        return _resume("dhcp4", pin, result, L7Answer(None), logs)
+    return _resume("dhcp4", pin, result, put_dhcp_opts(pin.packet, rest[:4], rest[4:]))
 
 
 @handler(OP_PUT_DHCPV6_OPTS)
 def handle_put_dhcpv6_opts(pin: PacketIn, view: LocalView) -> Outcome:
     result, rest, logs = _prologue(pin)
     if rest is None:
-        return _resume(pin, result, L7Answer(None), logs)
-    return _resume(pin, result, put_dhcpv6_opts(pin.packet, rest))
+        return _resume("dhcp6", pin, result, L7Answer(None), logs)
+    return _resume("dhcp6", pin, result, put_dhcpv6_opts(pin.packet, rest))
 
 
 @handler(OP_DNS_LOOKUP)
 def handle_dns_lookup(pin: PacketIn, view: LocalView) -> Outcome:
     result, rest, logs = _prologue(pin)
     if rest is None:
-        return _resume(pin, result, L7Answer(None), logs)
-    return _resume(pin, result, dns_lookup(pin.packet, pin.reg("metadata"), view.dns))
+        return _resume("dns", pin, result, L7Answer(None), logs)
+    return _resume("dns", pin, result, dns_lookup(pin.packet, pin.reg("metadata"), view.dns))
 
 
 @handler(OP_PUT_ND_RA_OPTS)
 def handle_put_nd_ra_opts(pin: PacketIn, view: LocalView) -> Outcome:
     result, rest, logs = _prologue(pin)
     if rest is None:
-        return _resume(pin, result, L7Answer(None), logs)
-    return _resume(pin, result, put_nd_ra_opts(pin.packet, rest))
+        return _resume("nd_ra", pin, result, L7Answer(None), logs)
+    return _resume("nd_ra", pin, result, put_nd_ra_opts(pin.packet, rest))

@@ -159,3 +159,21 @@ def test_fuzz_handlers_always_resume(op: int, payload: bytes, frame: bytes) -> N
     pin = pin_of(frame, struct.pack("!I4x", op) + payload)
     out = dispatch(pin, View())
     assert out.drop is None and len(out.messages) == 1
+
+
+def test_log_lines_carry_c_rate_limits() -> None:
+    def intents(frame: bytes, ud: bytes = DHCP4) -> list:
+        return run(pin_of(frame, ud))[1]
+
+    offer = intents(t4.request_frame(1))[0]
+    ack = intents(t4.request_frame(3, extra=[(50, t4.OFFER)]))[0]
+    release = intents(t4.request_frame(7, ciaddr="10.0.0.4"))[0]
+    decline = intents(t4.request_frame(4, extra=[(50, t4.OFFER)]))[0]
+    assert offer.rate_limit is ack.rate_limit                 # one limiter for replies
+    assert offer.rate_limit.burst == 40 and offer.rate_limit.per_second == 20 / 60
+    assert release.rate_limit is not offer.rate_limit and release.rate_limit.burst == 40
+    assert decline.text.startswith("DHCPDECLINE") and decline.rate_limit is None
+    warn6 = intents(t6.request(1, t6.IA_NA_REQ), DHCP6)[0]
+    warn_dns = intents(td.q4(td.query("x", 1, ar=1)), DNS)[0]
+    assert warn6.rate_limit.burst == 5 and warn6.rate_limit.per_second == 1 / 60
+    assert warn_dns.rate_limit is not warn6.rate_limit and warn_dns.level == "dbg"
