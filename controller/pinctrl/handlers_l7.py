@@ -21,6 +21,7 @@ limited).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from controller.lflow.actions.base import (
     OP_DNS_LOOKUP, OP_PUT_DHCP_OPTS, OP_PUT_DHCPV6_OPTS, OP_PUT_ND_RA_OPTS)
@@ -82,24 +83,37 @@ def parse_result_field(payload: bytes, offer_ip: bool = False
     with ``offer_ip`` the 4-byte offer IP of put_dhcp_opts must follow the
     offset (and is not consumed).  The field is None when C would write no
     bit (bad header, missing offset, unwritable field or bit out of range)."""
+    result, hdr_len, warning = _result_header(payload[:_HEAD_MAX])
+    if hdr_len and offer_ip and len(payload) < hdr_len + 8:
+        return None, len(payload), "offset or offer_ip not present in the userdata"
+    if warning is not None:
+        return None, len(payload), warning
+    return result, hdr_len + 4, None
+
+
+_HEAD_MAX = 12      # an experimenter OXM header (8 bytes) and the bit offset
+
+
+@lru_cache(maxsize=256)
+def _result_header(head: bytes) -> tuple[ResultField | None, int, str | None]:
+    """(field, OXM header length or 0 when unparsable, warning) of the first
+    bytes of a payload; memoised, the flows of a chassis use a handful."""
     try:
-        f, masked, _width, hdr_len = decode_header(payload)
+        f, masked, _width, hdr_len = decode_header(head)
     except OxmError as e:
         why = "OFPBMC_BAD_LEN" if "truncated" in str(e) else "OFPBMC_BAD_FIELD"
-        return None, len(payload), "bad result OXM (%s)" % why
+        return None, 0, "bad result OXM (%s)" % why
     if masked:
-        return None, len(payload), "bad result OXM (OFPBMC_BAD_MASK)"
-    if offer_ip and len(payload) < hdr_len + 8:
-        return None, len(payload), "offset or offer_ip not present in the userdata"
-    if len(payload) < hdr_len + 4:
-        return None, len(payload), "offset not present in the userdata"
-    ofs = int.from_bytes(payload[hdr_len:hdr_len + 4], "big")
+        return None, 0, "bad result OXM (OFPBMC_BAD_MASK)"
+    if len(head) < hdr_len + 4:
+        return None, hdr_len, "offset not present in the userdata"
+    ofs = int.from_bytes(head[hdr_len:hdr_len + 4], "big")
     if ofs >= f.n_bits:
-        return None, len(payload), "bad result bit (OFPBAC_BAD_SET_LEN)"
+        return None, hdr_len, "bad result bit (OFPBAC_BAD_SET_LEN)"
     if not f.writable:
-        return None, len(payload), "bad result bit (OFPBAC_BAD_SET_ARGUMENT)"
+        return None, hdr_len, "bad result bit (OFPBAC_BAD_SET_ARGUMENT)"
     name, bit = _metadata_bit(f.name, ofs)
-    return ResultField(name, bit), hdr_len + 4, None
+    return ResultField(name, bit), hdr_len, None
 
 
 def _resume(service: str, pin: PacketIn, result: ResultField | None, answer: L7Answer,
