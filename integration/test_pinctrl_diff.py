@@ -79,6 +79,7 @@ class Case:
     opcodes: tuple[int, ...]            # what our agent needs registered
     scenario: Callable[[AgentBox, float], Observation]
     module: str | None = None           # a module to require instead of opcodes
+    module_user: str = "controller.pinctrl.service"   # ... and the module that must use it
 
 
 # ---------------------------------------------------------------- scenario steps
@@ -330,6 +331,28 @@ def rst_ignored_scenario(agent: AgentBox, timeout: float) -> Observation:
     return obs
 
 
+def inject_scenario(microflow: str, out_port: str, expect: Callable[[pf.Brief], bool]
+                    ) -> Callable[[AgentBox, float], Observation]:
+    """``ovn-appctl inject-pkt MICROFLOW``: the agent builds the packet and
+    runs it through br-int; what comes out of ``out_port`` is compared."""
+    def run(agent: AgentBox, timeout: float) -> Observation:
+        obs = Observation()
+        mark = agent.mark()
+        try:
+            reply = agent.box.appctl("controller", "inject-pkt", microflow, timeout=10).strip()
+        except h.SandboxError as exc:
+            obs.notes.append(f"inject-pkt failed: {exc}")
+            return obs
+        if reply:
+            obs.log.append(f"reply: {reply}")
+        got = agent.wait_frames(mark, _on(out_port, expect), 1, timeout)
+        agent.wait_frames(mark, _on(out_port, expect), 2, GRACE)
+        obs.frames = h.frames_hex(agent.frames_since(mark, _relevant(expect)))
+        obs.answered = bool(got)
+        return obs
+    return run
+
+
 def log_scenario(agent: AgentBox, timeout: float) -> Observation:
     """UDP to ls1-p2:5555 hits the logged, metered drop ACL: one acl_log line."""
     obs = Observation()
@@ -434,6 +457,18 @@ CASES: list[Case] = [
     Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
     Case("reject_ignores_rst", (ops.OP_REJECT,), rst_ignored_scenario),
     Case("acl_log", (ops.OP_LOG,), log_scenario),
+    Case("inject_pkt_udp4", (), inject_scenario(
+        f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.P2_MAC} && '
+        f"ip4.src == {h.P1_IP} && ip4.dst == {h.P2_IP} && ip.ttl == 64 && "
+        "udp.src == 1234 && udp.dst == 9", "vif2",
+        lambda b: b.ip_src == h.P1_IP and b.dport == 9),
+        module="controller.pinctrl.inject", module_user="controller.unixctl"),
+    Case("inject_pkt_icmp6_to_router", (), inject_scenario(
+        f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.LR_LS1_MAC} && '
+        f"ip6.src == {h.P1_IP6} && ip6.dst == {h.LR_LS1_IP6} && ip.ttl == 64 && "
+        "icmp6.type == 128 && icmp6.code == 0", "vif1",
+        lambda b: b.ip_src == h.LR_LS1_IP6 and b.icmp_type == 129),
+        module="controller.pinctrl.inject", module_user="controller.unixctl"),
     Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp"),
 ]
 
@@ -450,7 +485,8 @@ def _wired(module: str, user: str = "controller.pinctrl.service") -> bool:
 def _missing(case: Case) -> str | None:
     """Why our agent cannot serve the case yet, or None."""
     if case.module is not None:
-        return None if _wired(case.module) else f"{case.module} absent or not used by the service"
+        return (None if _wired(case.module, case.module_user)
+                else f"{case.module} absent or not used by {case.module_user}")
     if REGISTERED is None:
         return "controller.pinctrl absent"
     missing = [op for op in case.opcodes if op not in REGISTERED]
