@@ -130,7 +130,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
-        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
+        self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -370,10 +370,11 @@ class Daemon:
     def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
         """Packet-in services: own connection (a thread), SB writes in this txn."""
         if self.pinctrl is None:
-            from controller.pinctrl.sb_writes import Pinctrl
+            from controller.pinctrl.agent import Pinctrl
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
-                         self.chassis, self.st.rt.local_datapaths)
+                         self.chassis, self.st.rt.local_datapaths, br_int,
+                         self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
     def inject_pkt(self, microflow: str) -> str | None:
         """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
@@ -531,6 +532,7 @@ class Daemon:
             ls.stage_done("ofctrl-put")
             if br_int is not None and not self.exiting:
                 self._run_pinctrl(knobs, br_int)
+                ls.stage_done("pinctrl")
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or
