@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 
 import ovs.db.idl
 import ovs.poller
+import ovs.stream
 import structlog
 
 from controller.vlog import RateLimiter
@@ -200,6 +201,7 @@ class IdlLoop:
         self.backoff = CommitBackoff()
         self._precommit_seqno = 0
         self._skip_seqno: int | None = None
+        self._resyncing = False      # reconnected, new monitor not yet in place
 
     # -- access -------------------------------------------------------
     def table(self, name: str) -> Mapping[uuidlib.UUID, Any]:
@@ -259,10 +261,13 @@ class IdlLoop:
             self._rows_ids[name] = ident
         if reset:
             self.tracker.reset = True
-        # cond_seqno goes back to 0 when the IDL starts a fresh monitor.
-        if self.idl.cond_seqno < self._cond_seqno:
+        # cond_seqno goes back to 0 when the IDL starts a fresh monitor (the
+        # same reconnection when the session already reported it).
+        if self.idl.cond_seqno < self._cond_seqno and not self._resyncing:
             reconnected = True
         self._cond_seqno = self.idl.cond_seqno
+        self._resyncing = (self._resyncing or reconnected) \
+            and self.idl.state != self.idl.IDL_S_MONITORING
         # Transaction bookkeeping (ovsdb_idl_loop_run).
         if self.committing is not None:
             status = self.committing.commit()
@@ -319,6 +324,23 @@ class IdlLoop:
 
     def force_reconnect(self) -> None:
         self.idl.force_reconnect()
+
+    def set_remote(self, remote: str) -> bool:
+        """Point the session at another remote (``ovsdb_idl_set_remote``),
+        keeping the replica: the monitor on the new server replaces it in one
+        update (or, for the same database, ``monitor_cond_since`` sends only
+        what changed).  False for passive remotes (a new IdlLoop is needed)."""
+        sess = self.idl._session
+        new = self.idl._parse_remotes(remote)
+        if any(ovs.stream.PassiveStream.is_valid_name(r) for r in new + list(sess.remotes)):
+            return False
+        sess.remotes = new
+        sess.next_remote = 0
+        sess.pick_remote()
+        sess.reset_backoff()
+        sess.force_reconnect()
+        self.remote = remote
+        return True
 
     def close(self) -> None:
         if self.txn is not None:
