@@ -2,10 +2,13 @@
 
 Design note
 -----------
-``ovn-controller-py [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
-[--no-chdir] [--unixctl=PATH] [-vSPEC ...]`` parses the same options as the C
-daemon (SSL and syslog options are accepted and passed on), then hands an
-:class:`Options` to ``controller.daemon.run(options)``, the agent's main loop.
+``ovn-controller [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
+[--monitor] [--user=U[:G]] [--no-chdir] [--unixctl=PATH] [-vSPEC ...] [-p/-c/-C
+...]`` parses the same options as the C daemon, configures logging, syslog and
+SSL (``controller.stream_ssl``), then hands an :class:`Options` to
+``controller.daemon.run(options)``, the agent's main loop.  The program name
+(``controller.version.PROGRAM``) is argv[0]'s: ``ovn-controller`` when run
+through that entry point, else ``ovn-controller-py``.
 
 Two subcommands are dispatched before option parsing, each to its own module
 (imported lazily, so a missing one only breaks itself):
@@ -13,11 +16,13 @@ Two subcommands are dispatched before option parsing, each to its own module
 * ``ovn-controller-py lflow-compile ...`` -> ``controller.lflow.cli.main(argv)``
 * ``ovn-controller-py ctl ...``           -> ``controller.ctl.main(argv)``
 
-Defaults follow the OVS/OVN environment variables: the OVS database is
-``unix:$OVS_RUNDIR/db.sock``, the pidfile ``$OVN_RUNDIR/ovn-controller-py.pid``,
-the log file ``$OVN_LOGDIR/ovn-controller-py.log`` and the control socket
-``$OVN_RUNDIR/ovn-controller-py.<pid>.ctl`` (so ``ovn-appctl -t
-ovn-controller-py`` finds it, as it does for the C daemon).
+Defaults follow the OVS/OVN environment variables as C does: the OVS
+database is ``unix:$OVS_RUNDIR/db.sock``, the pidfile
+``$OVN_RUNDIR/PROGRAM.pid`` (a relative ``--pidfile=F`` is in $OVN_RUNDIR too),
+the log file ``$OVS_LOGDIR/PROGRAM.log`` (created 0640) and the control socket
+``$OVN_RUNDIR/NAME.<pid>.ctl`` where NAME is the pidfile's name (so
+``--pidfile=$OVN_RUNDIR/ovn-controller.pid``, the ovn-ctl way, gives what
+``ovn-appctl -t ovn-controller`` looks for), else the program name.
 
 ``--detach`` daemonises like OVS: fork, setsid, fork again, stdio to
 /dev/null, chdir to / unless ``--no-chdir``, write the pidfile; the original
@@ -27,25 +32,36 @@ before ``run()``; a daemon module that sets ``SIGNALS_READY = True`` calls
 ``options.ready()`` itself once its control socket is up (OVS's
 ``daemonize_complete()``), so ``--detach`` returns only after that.
 
-SIGTERM ends the process through ``SystemExit(0)`` so ``finally`` blocks run;
-the pidfile is removed on the way out.
+SIGTERM, SIGINT, SIGHUP and SIGALRM are fatal as in OVS: a ``fatal_signal``
+WARN line, pidfile and control socket removed, then the process dies of that
+signal.  After ``--detach`` the console destination is off.  ``--monitor``
+keeps a parent that restarts the daemon after a crash (a crash signal, or an
+unhandled exception: exit status ``CRASH_STATUS``), at most every 10 s, and
+forwards stop signals to it.  ``--user`` hands the log file to USER:GROUP and
+drops root before the pidfile is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
+import grp
 import importlib
 import os
+import pwd
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from controller import vlog
-from controller.version import PROGRAM, version_text
+import ovs.fatal_signal
+import ovs.util
+
+from controller import stream_ssl, version, vlog
+from controller.version import version_text
 
 SUBCOMMANDS = {
     "lflow-compile": "controller.lflow.cli",
@@ -76,6 +92,8 @@ class Options:
     user: str | None = None
     unixctl: str | None = None
     verbose: list[str] = field(default_factory=list)
+    syslog_method: str | None = None
+    syslog_target: str | None = None
     chassis_name: str | None = None
     private_key: str | None = None
     certificate: str | None = None
@@ -99,25 +117,43 @@ def ovn_logdir() -> str:
     return os.environ.get("OVN_LOGDIR", "/var/log/ovn")
 
 
+def ovs_logdir() -> str:
+    return os.environ.get("OVS_LOGDIR", "/var/log/openvswitch")
+
+
 def default_pidfile() -> str:
-    return os.path.join(ovn_rundir(), f"{PROGRAM}.pid")
+    return os.path.join(ovn_rundir(), f"{version.PROGRAM}.pid")
+
+
+def pidfile_path(value: str) -> str:
+    """--pidfile[=FILE]: the default name, or FILE relative to $OVN_RUNDIR (as C)."""
+    return os.path.join(ovn_rundir(), value) if value else default_pidfile()
 
 
 def default_log_file() -> str:
-    return os.path.join(ovn_logdir(), f"{PROGRAM}.log")
+    """C's default: the OVS log directory (ovn-ctl passes --log-file=FILE itself)."""
+    return os.path.join(ovs_logdir(), f"{version.PROGRAM}.log")
 
 
 def default_ovs_remote() -> str:
     return f"unix:{os.path.join(ovs_rundir(), 'db.sock')}"
 
 
-def default_unixctl(pid: int) -> str:
-    return os.path.join(ovn_rundir(), f"{PROGRAM}.{pid}.ctl")
+def default_unixctl(pid: int, pidfile: str | None = None) -> str:
+    """``<name>.<pid>.ctl`` in $OVN_RUNDIR, where <name> is the pidfile's name
+    without ``.pid`` when there is a pidfile, else the program name.  (C uses
+    the program name; following the pidfile makes ``ovn-appctl -t NAME``, which
+    reads NAME.pid and then NAME.<pid>.ctl, find us whatever we are called.)"""
+    name = version.PROGRAM
+    if pidfile:
+        base = os.path.basename(pidfile)
+        name = base[:-len(".pid")] if base.endswith(".pid") and len(base) > 4 else base
+    return os.path.join(ovn_rundir(), f"{name}.{pid}.ctl")
 
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROGRAM,
+        prog=version.PROGRAM,
         description="OVN controller (Python reimplementation of ovn-controller 23.03.1)",
         epilog=("subcommands (first argument): lflow-compile ...  compile logical flows; "
                 "ctl ...  talk to a running agent. OVS-DATABASE defaults to "
@@ -129,20 +165,24 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--detach", action="store_true", help="run in background as daemon")
     d.add_argument("--no-chdir", action="store_true", help="do not chdir to '/'")
     d.add_argument("--pidfile", metavar="[=FILE]",
-                   help="create pidfile (default: $OVN_RUNDIR/ovn-controller-py.pid)")
+                   help="create pidfile (default: $OVN_RUNDIR/PROGRAM.pid)")
     d.add_argument("--overwrite-pidfile", action="store_true",
                    help="with --pidfile, start even if already running")
-    d.add_argument("--monitor", action="store_true", help="accepted; not implemented")
-    d.add_argument("--user", metavar="USER[:GROUP]", help="accepted; not implemented")
+    d.add_argument("--monitor", action="store_true",
+                   help="creates a process to monitor this daemon (restart after a crash)")
+    d.add_argument("--user", metavar="USER[:GROUP]",
+                   help="changes the effective daemon user:group")
     d.add_argument("--unixctl", metavar="PATH",
-                   help="control socket (default: $OVN_RUNDIR/ovn-controller-py.<pid>.ctl)")
+                   help="control socket (default: $OVN_RUNDIR/PIDFILE-NAME.<pid>.ctl)")
     lg = p.add_argument_group("logging options")
     lg.add_argument("-v", "--verbose", action="append", default=[], metavar="SPEC",
                     help="-vSPEC / --verbose=SPEC set logging levels; -v alone: debug all")
     lg.add_argument("--log-file", metavar="[=FILE]",
-                    help="log to FILE (default: $OVN_LOGDIR/ovn-controller-py.log)")
-    lg.add_argument("--syslog-method", help="accepted; syslog is not implemented")
-    lg.add_argument("--syslog-target", help="accepted; syslog is not implemented")
+                    help="log to FILE (default: $OVS_LOGDIR/PROGRAM.log)")
+    lg.add_argument("--syslog-method", metavar="(libc|unix:file|udp:ip:port)",
+                    help="specify how to send messages to syslog daemon")
+    lg.add_argument("--syslog-target", metavar="HOST:PORT",
+                    help="also send syslog msgs to HOST:PORT via UDP")
     s = p.add_argument_group("PKI / SSL options (passed to the daemon)")
     s.add_argument("-p", "--private-key", metavar="FILE")
     s.add_argument("-c", "--certificate", metavar="FILE")
@@ -175,11 +215,11 @@ def parse_args(argv: Sequence[str]) -> Options:
         raise SystemExit(0)
     pidfile = None
     if ns.pidfile is not None:
-        pidfile = os.path.abspath(ns.pidfile or default_pidfile())
+        pidfile = os.path.abspath(pidfile_path(ns.pidfile))
     log_file = None
     if ns.log_file is not None:
         log_file = os.path.abspath(ns.log_file or default_log_file())
-    unixctl = os.path.abspath(ns.unixctl) if ns.unixctl else None
+    unixctl = os.path.join(ovn_rundir(), ns.unixctl) if ns.unixctl else None
     remote = ns.ovs_remote or default_ovs_remote()
     if remote.startswith("unix:"):
         remote = "unix:" + os.path.abspath(remote[len("unix:"):])
@@ -187,6 +227,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         ovs_remote=remote, pidfile=pidfile, overwrite_pidfile=ns.overwrite_pidfile,
         log_file=log_file, detach=ns.detach, no_chdir=ns.no_chdir, monitor=ns.monitor, user=ns.user,
         unixctl=unixctl, verbose=list(ns.verbose), chassis_name=ns.chassis_name,
+        syslog_method=ns.syslog_method, syslog_target=ns.syslog_target,
         private_key=ns.private_key, certificate=ns.certificate, ca_cert=ns.ca_cert,
         bootstrap_ca_cert=ns.bootstrap_ca_cert, ssl_protocols=ns.ssl_protocols,
         ssl_ciphers=ns.ssl_ciphers,
@@ -316,8 +357,140 @@ def detach(no_chdir: bool) -> _ReadyPipe:
     return _ReadyPipe(wfd)
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(0)
+# --------------------------------------------------------------------------- signals
+
+# OVS's fatal signals: each logs, removes the pidfile and control socket, then
+# kills the process with the same signal (so the exit status says which).
+FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)
+_FATAL_PIDFILE: list[str] = []
+
+
+def _on_fatal_signal(signum: int, frame: Any) -> None:
+    vlog.get_logger("fatal_signal").warning(
+        f"terminating with signal {signum} ({signal.strsignal(signum) or signum})")
+    for path in _FATAL_PIDFILE:
+        remove_pidfile(path)
+    # Unlinks the files the ovs library registered (our control socket), then
+    # re-raises `signum` with the default action.
+    ovs.fatal_signal._signal_handler(signum, frame)
+    os._exit(128 + signum)          # not reached unless the signal is ignored
+
+
+def install_fatal_signal_handlers(pidfile: str | None) -> None:
+    _FATAL_PIDFILE[:] = [pidfile] if pidfile else []
+    for signum in FATAL_SIGNALS:
+        signal.signal(signum, _on_fatal_signal)
+
+
+# --------------------------------------------------------------------------- --monitor
+
+# Exit statuses of a crashed child that --monitor restarts: killed by one of
+# these signals (OVS's list), or an unhandled Python exception (CRASH_STATUS).
+CRASH_STATUS = 70
+_RESTART_SIGNALS = frozenset({signal.SIGABRT, signal.SIGALRM, signal.SIGBUS, signal.SIGFPE,
+                              signal.SIGILL, signal.SIGPIPE, signal.SIGSEGV, signal.SIGXCPU,
+                              signal.SIGXFSZ, signal.SIGKILL})
+MONITOR_MIN_RESTART_S = 10.0
+
+
+def describe_status(status: int) -> str:
+    """Like OVS's process_status_msg(): "exit status 1", "killed (Terminated)"."""
+    if os.WIFEXITED(status):
+        return f"exit status {os.WEXITSTATUS(status)}"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        text = f"killed ({signal.strsignal(sig) or sig})"
+        return text + (", core dumped" if os.WCOREDUMP(status) else "")
+    return f"status {status}"
+
+
+def should_restart(status: int) -> bool:
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status) in _RESTART_SIGNALS
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == CRASH_STATUS
+
+
+_MONITORED: list[int] = []
+
+
+def _forward_to_child(signum: int, frame: Any) -> None:
+    for pid in _MONITORED:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def monitor(ready: _ReadyPipe) -> None:
+    """Fork the daemon and restart it after a crash (OVS --monitor). Returns
+    in each daemon child; the monitor process itself never returns."""
+    log = vlog.get_logger("daemon_unix")
+    last_start: float | None = None
+    crashes = 0
+    while True:
+        if last_start is not None:
+            wait = MONITOR_MIN_RESTART_S - (time.monotonic() - last_start)
+            if wait > 0:
+                time.sleep(wait)
+        last_start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            for signum in FATAL_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+            return
+        ready.fail()          # only the first child signals readiness
+        _MONITORED[:] = [pid]
+        for signum in FATAL_SIGNALS:       # the monitor forwards stop requests
+            signal.signal(signum, _forward_to_child)
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except ChildProcessError:
+                os._exit(1)
+            except InterruptedError:
+                continue
+        if not should_restart(status):
+            log.info(f"pid {pid} died, {describe_status(status)}, exiting")
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+            if os.WIFSIGNALED(status):
+                signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+                os.kill(os.getpid(), os.WTERMSIG(status))
+            os._exit(code)
+        crashes += 1
+        log.error(f"{crashes} crashes: pid {pid} died, {describe_status(status)}, restarting")
+
+
+# --------------------------------------------------------------------------- --user
+
+
+def parse_user(spec: str) -> tuple[int, int, str]:
+    """USER[:GROUP] -> (uid, gid, user name); gid defaults to the user's group."""
+    user, _, group = spec.partition(":")
+    try:
+        pw = pwd.getpwnam(user) if user else pwd.getpwuid(os.getuid())
+    except KeyError:
+        raise ValueError(f"{user}: invalid user") from None
+    gid = pw.pw_gid
+    if group:
+        try:
+            gid = grp.getgrnam(group).gr_gid
+        except KeyError:
+            raise ValueError(f"{group}: invalid group") from None
+    return pw.pw_uid, gid, pw.pw_name
+
+
+def become_user(spec: str, owned_files: Sequence[str]) -> None:
+    """Drop root for `spec`: hand over the files opened so far (log file),
+    then set groups, gid and uid, as OVS's daemon_become_new_user()."""
+    uid, gid, name = parse_user(spec)
+    for path in owned_files:
+        os.chown(path, uid, gid)
+    if os.getuid() == uid and os.getgid() == gid:
+        return
+    os.initgroups(name, gid)
+    os.setgid(gid)
+    os.setuid(uid)
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -338,7 +511,7 @@ def run_subcommand(name: str, argv: list[str]) -> int:
     modname = SUBCOMMANDS[name]
     mod = _import_optional(modname)
     if mod is None or not hasattr(mod, "main"):
-        sys.stderr.write(f"{PROGRAM}: subcommand '{name}' is not available in this build "
+        sys.stderr.write(f"{version.PROGRAM}: subcommand '{name}' is not available in this build "
                          f"({modname}.main is missing)\n")
         return 1
     return int(mod.main(argv) or 0)
@@ -356,41 +529,54 @@ def run_daemon(options: Options) -> int:
         try:
             check_pidfile(options.pidfile, options.overwrite_pidfile)
         except RuntimeError as exc:
-            sys.stderr.write(f"{PROGRAM}: {exc}\n")
+            sys.stderr.write(f"{version.PROGRAM}: {exc}\n")
+            return 1
+    if options.user:
+        try:
+            parse_user(options.user)
+        except ValueError as exc:
+            sys.stderr.write(f"{version.PROGRAM}: {exc}\n")
             return 1
 
+    vlog.setup(options.log_file, options.verbose)
     pipe = detach(options.no_chdir) if options.detach else _ReadyPipe(None)
+    if options.detach:
+        vlog.set_level("any", vlog.OFF, "console")      # stderr is /dev/null now
+    if options.monitor:
+        monitor(pipe)
     options.ready = pipe.ready
     try:
-        vlog.setup(options.log_file, options.verbose)
+        if options.user:
+            become_user(options.user, [p for p in (options.log_file,) if p])
         if options.unixctl is None:
-            options.unixctl = default_unixctl(os.getpid())
+            options.unixctl = default_unixctl(os.getpid(), options.pidfile)
         if options.pidfile:
             write_pidfile(options.pidfile)
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        if options.monitor or options.user:
-            log.warning("--monitor and --user are accepted but not implemented")
-        log.info(f"{PROGRAM} starting", ovs_remote=options.ovs_remote, pid=os.getpid())
+        install_fatal_signal_handlers(options.pidfile)
+        log.info(f"OVN internal version is : [{getattr(daemon, 'INTERNAL_VERSION', '?')}]")
+        log.info(f"{version.PACKAGE} {version.__version__} starting as {version.PROGRAM}",
+                 pid=os.getpid())
         if not getattr(daemon, "SIGNALS_READY", False):
             pipe.ready()
-        try:
-            rc = daemon.run(options)
-        except KeyboardInterrupt:
-            rc = 0
+        rc = daemon.run(options)
         return int(rc or 0)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Exception:
         log.exception("fatal error")
-        return 1
+        return CRASH_STATUS if options.monitor else 1
     finally:
         pipe.fail()
         if options.pidfile:
             remove_pidfile(options.pidfile)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Entry point; the program name comes from `prog` or sys.argv[0]."""
+    name = version.program_from_argv0(prog if prog is not None else sys.argv[0])
+    version.set_program(name)
+    ovs.util.PROGRAM_NAME = name
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in SUBCOMMANDS:
         return run_subcommand(args[0], args[1:])
@@ -402,8 +588,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for spec in options.verbose:     # reject bad -v specs before detaching
             vlog.apply_spec(spec)
+        vlog.set_syslog_method(options.syslog_method)
+        if options.syslog_target:
+            vlog.add_syslog_target(options.syslog_target)
+        stream_ssl.configure(options.private_key, options.certificate, options.ca_cert,
+                             options.bootstrap_ca_cert, options.ssl_protocols,
+                             options.ssl_ciphers)
     except ValueError as exc:
-        sys.stderr.write(f"{PROGRAM}: {exc}\n")
+        sys.stderr.write(f"{version.PROGRAM}: {exc}\n")
         return 2
     return run_daemon(options)
 

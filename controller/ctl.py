@@ -1,9 +1,9 @@
 """``ovn-controller-py ctl COMMAND [ARG...]``: talk to a running agent.
 
-Finds the control socket by itself: ``--socket PATH`` if given, else the pid
-in ``$OVN_RUNDIR/ovn-controller-py.pid`` -> ``ovn-controller-py.<pid>.ctl``
-(or ``ovn-controller-py.ctl``),
-else the newest ``ovn-controller-py.<pid>.ctl`` whose process is alive.
+Finds the control socket by itself: ``--socket PATH`` if given, else, for
+NAME in (this program's name, ``ovn-controller-py``, ``ovn-controller``), the
+pid in ``$OVN_RUNDIR/NAME.pid`` -> ``NAME.<pid>.ctl`` (or ``NAME.ctl``),
+else the newest ``NAME.<pid>.ctl`` whose process is alive.
 Any agent command works (``ctl loop-stats --json``, ``ctl ct-zone-list``).
 """
 
@@ -16,7 +16,7 @@ from typing import Sequence
 
 import ovs.unixctl.server
 
-from controller.version import PROGRAM
+from controller import version
 
 
 def _alive(pid: int) -> bool:
@@ -29,29 +29,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _names() -> list[str]:
+    names: list[str] = []
+    for name in (version.PROGRAM, version.PACKAGE, version.C_PROGRAM):
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def find_socket(rundir: str | None = None) -> str | None:
     rundir = rundir or os.environ.get("OVN_RUNDIR", "/var/run/ovn")
-    try:
-        with open(os.path.join(rundir, f"{PROGRAM}.pid"), encoding="ascii") as f:
-            pid = int(f.read().strip())
+    for name in _names():
+        try:
+            with open(os.path.join(rundir, f"{name}.pid"), encoding="ascii") as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
         if _alive(pid):
-            for path in (os.path.join(rundir, f"{PROGRAM}.{pid}.ctl"),
-                         os.path.join(rundir, f"{PROGRAM}.ctl")):
+            for path in (os.path.join(rundir, f"{name}.{pid}.ctl"),
+                         os.path.join(rundir, f"{name}.ctl")):
                 if os.path.exists(path):
                     return path
-    except (OSError, ValueError):
-        pass
     best: tuple[float, str] | None = None
-    for path in glob.glob(os.path.join(rundir, f"{PROGRAM}.*.ctl")):
-        try:
-            pid = int(os.path.basename(path).split(".")[-2])
-        except ValueError:
-            continue
-        if not _alive(pid):
-            continue
-        mtime = os.path.getmtime(path)
-        if best is None or mtime > best[0]:
-            best = (mtime, path)
+    for name in _names():
+        for path in glob.glob(os.path.join(rundir, f"{name}.*.ctl")):
+            try:
+                pid = int(os.path.basename(path).split(".")[-2])
+            except ValueError:
+                continue
+            if not _alive(pid):
+                continue
+            mtime = os.path.getmtime(path)
+            if best is None or mtime > best[0]:
+                best = (mtime, path)
     return best[1] if best else None
 
 
@@ -78,12 +88,12 @@ def main(argv: Sequence[str]) -> int:
         sock = args[1]
         args = args[2:]
     if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(f"usage: {PROGRAM} ctl [--socket PATH] COMMAND [ARG...]\n"
+        sys.stdout.write(f"usage: {version.PROGRAM} ctl [--socket PATH] COMMAND [ARG...]\n"
                          "  e.g. loop-stats [--json], inc-engine/show-stats, ct-zone-list\n")
         return 0 if args else 2
     path = sock or find_socket()
     if path is None:
-        sys.stderr.write(f"{PROGRAM} ctl: no running {PROGRAM} control socket found "
+        sys.stderr.write(f"{version.PROGRAM} ctl: no running {version.PROGRAM} control socket found "
                          "(set OVN_RUNDIR or use --socket)\n")
         return 1
     rc, text = call(path, args[0], args[1:])

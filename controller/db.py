@@ -65,6 +65,8 @@ OVS_COLUMNS: dict[str, list[str]] = {
                   "ofport_request", "status", "mtu", "bfd", "bfd_status", "error"],
     "Datapath": ["capabilities"],
     "Flow_Sample_Collector_Set": ["id", "bridge", "ipfix", "external_ids"],
+    # PKI for ssl: remotes (controller.stream_ssl)
+    "SSL": ["private_key", "certificate", "ca_cert", "bootstrap_ca_cert"],
 }
 
 # Southbound tables monitored (all columns unless listed in SB_OMIT).
@@ -446,8 +448,11 @@ def default_ovs_remote() -> str:
 
 
 def open_ovs(remote: str | None = None) -> IdlLoop:
-    return IdlLoop("OVS", remote or default_ovs_remote(), ovs_schema_helper(),
+    loop = IdlLoop("OVS", remote or default_ovs_remote(), ovs_schema_helper(),
                    probe_interval=0, leader_only=False)
+    from controller import stream_ssl
+    stream_ssl.use_ovs_ssl_table(lambda: loop.first("SSL") if loop.has_table("SSL") else None)
+    return loop
 
 
 def open_sb(remote: str, probe_interval: int | None) -> IdlLoop:

@@ -4,9 +4,9 @@ Design note
 -----------
 Commands are registered once with ``ovs.unixctl`` (a process-global table)
 and dispatch to the :class:`Agent` interface below, which the daemon
-implements; the server socket is ``--unixctl`` or
-``$OVN_RUNDIR/ovn-controller-py.<pid>.ctl`` so ``ovn-appctl -t`` finds it
-like the C daemon's.  Reply texts that scripts parse (``inc-engine/
+implements; the server socket is ``--unixctl`` or ``$OVN_RUNDIR/NAME.<pid>.ctl``
+(NAME: the pidfile's name, see ``controller.cli.default_unixctl``) so
+``ovn-appctl -t NAME`` finds it like the C daemon's.  Reply texts that scripts parse (``inc-engine/
 show-stats``, ``stopwatch/show``, ``coverage/show``, ``ct-zone-list``,
 ``connection-status``, ``version``) keep the C format.
 """
@@ -19,8 +19,8 @@ from typing import Any, Callable, Protocol
 import ovs.unixctl
 import ovs.unixctl.server
 
-from controller import vlog
-from controller.version import OPENFLOW_VERSIONS, OVN_VERSION, OVS_LIBRARY_VERSION, PROGRAM
+from controller import version, vlog
+from controller.version import OVN_VERSION
 
 
 class Agent(Protocol):
@@ -46,11 +46,12 @@ class Agent(Protocol):
     def conj_ids_dump(self) -> str: ...
     def extend_table_list(self, which: str) -> str: ...
     def sb_cluster_state_reset(self) -> None: ...
+    def inject_pkt(self, microflow: str) -> str | None: ...
 
 
 def version_reply() -> str:
-    return (f"{PROGRAM} {OVN_VERSION}\nOpen vSwitch Library {OVS_LIBRARY_VERSION}\n"
-            f"OpenFlow versions {OPENFLOW_VERSIONS}\n")
+    """C's two lines (ovn-kubernetes parses them), then ours."""
+    return version.appctl_version_text()
 
 
 Handler = Callable[[Any, list[str], Any], None]
@@ -153,12 +154,22 @@ def _lflow_cache_flush(agent: Agent) -> str:
 
 
 def _vlog_set(agent: Agent, *specs: str) -> str:
-    for spec in specs or ("",):
+    for spec in specs or ("",):      # no spec: everything to dbg, as C
         try:
             vlog.apply_spec(spec)
         except ValueError as e:
             raise CommandError(str(e)) from None
     return ""
+
+
+def _vlog_rate_limit(enabled: bool) -> Callable[..., str]:
+    def command(agent: Agent, *modules: str) -> str:
+        try:
+            vlog.set_rate_limit(modules, enabled)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+        return ""
+    return command
 
 
 def _vlog_reopen(agent: Agent) -> str:
@@ -171,17 +182,39 @@ def _vlog_close(agent: Agent) -> str:
     return ""
 
 
+def _inject_pkt(agent: Agent, microflow: str) -> str:
+    error = agent.inject_pkt(microflow)
+    if error is not None:
+        raise CommandError(error)
+    return ""
+
+
 def _list_commands(agent: Agent) -> str:
     out = ["The available commands are:"]
     for name in sorted(ovs.unixctl.commands):
-        usage = ovs.unixctl.commands[name].usage
-        out.append(f"  {name:<23} {usage}" if usage else f"  {name}")
+        out.append(f"  {name:<23} {ovs.unixctl.commands[name].usage}")
     return "\n".join(out) + "\n"
+
+
+_library_process_command = ovs.unixctl.server.UnixctlConnection._process_command
+
+
+def _process_command(conn: Any, request: Any) -> None:
+    """The library's dispatch, with C's reply to an unknown command."""
+    if request.method not in ovs.unixctl.commands:
+        conn._request_id = request.id
+        conn.reply_error(f'"{request.method}" is not a valid command (use "list-commands" '
+                         "to see a list of valid commands)")
+        return
+    _library_process_command(conn, request)
+
+
+ovs.unixctl.server.UnixctlConnection._process_command = _process_command
 
 
 # name -> (usage, min args, max args, function(agent, *argv))
 COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
-    "exit": ("[--restart]", 0, 1, _exit),
+    "exit": ("", 0, 1, _exit),
     "loop-stats": ("[--json]", 0, 1, _loop_stats),
     "connection-status": ("", 0, 0,
                           lambda a: "connected" if a.sb_connected() else "not connected"),
@@ -211,19 +244,25 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "meter-table-list": ("", 0, 0, lambda a: a.extend_table_list("meter")),
     "vlog/set": ("{spec | PATTERN:destination:pattern}", 0, 32, _vlog_set),
     "vlog/list": ("", 0, 0, lambda a: vlog.list_levels()),
+    "vlog/list-pattern": ("", 0, 0, lambda a: vlog.list_patterns()),
+    "vlog/enable-rate-limit": ("[module]...", 0, 32, _vlog_rate_limit(True)),
+    "vlog/disable-rate-limit": ("[module]...", 0, 32, _vlog_rate_limit(False)),
     "vlog/reopen": ("", 0, 0, _vlog_reopen),
     "vlog/close": ("", 0, 0, _vlog_close),
     "list-commands": ("", 0, 0, _list_commands),
     "sb-cluster-state-reset": ("", 0, 0, lambda a: a.sb_cluster_state_reset() or ""),
+    "inject-pkt": ("MICROFLOW", 1, 1, _inject_pkt),
 }
 
 
 def default_socket_path(pid: int | None = None) -> str:
     rundir = os.environ.get("OVN_RUNDIR", "/var/run/ovn")
-    return os.path.join(rundir, f"{PROGRAM}.{pid if pid is not None else os.getpid()}.ctl")
+    return os.path.join(rundir,
+                        f"{version.PROGRAM}.{pid if pid is not None else os.getpid()}.ctl")
 
 
 def register(agent: Agent) -> None:
+    ovs.unixctl.commands.pop("help", None)      # the library's; C has list-commands only
     for name, (usage, lo, hi, fn) in COMMANDS.items():
         ovs.unixctl.commands.pop(name, None)
         ovs.unixctl.command_register(name, usage, lo, hi, _wrap(fn), agent)
@@ -238,4 +277,5 @@ def create_server(agent: Agent, path: str | None) -> ovs.unixctl.server.UnixctlS
     error, server = ovs.unixctl.server.UnixctlServer.create(sock, version=OVN_VERSION)
     if error:
         raise OSError(error, f"could not initialize control socket {sock}")
+    os.chmod(sock, 0o750)         # as the C daemons' control sockets
     return server

@@ -7,8 +7,12 @@ Every event is one line, formatted like the C daemons' log files::
     2026-11-30T05:15:49.123Z|00001|binding|INFO|Claiming lport X for this chassis. lport=X
 
 i.e. ``timestamp|sequence|module|LEVEL|event`` followed by the event's extra
-key=value pairs. There are two destinations, ``console`` (stderr) and ``file``
-(``--log-file``); ``syslog`` is accepted in specs and listed, but not written.
+key=value pairs. There are three destinations, as in OVS: ``console``
+(stderr), ``file`` (``--log-file``, created mode 0640) and ``syslog``
+(``--syslog-method``: libc by default, or ``unix:PATH`` / ``udp:IP:PORT``;
+messages at INFO and above by default, as the C daemons). Each destination
+has a pattern (``vlog/set PATTERN:file:...``, ``vlog/list-pattern``) in OVS's
+``%``-escape language; the default patterns are rendered by a fast path.
 
 Levels are kept per module and per destination, as OVS does (``vlog/set``,
 ``-vbinding:file:dbg``). Each module holds one precomputed number, the most
@@ -23,7 +27,12 @@ and still get this format and these levels. Dotted names keep their last part
 
 Repeated warnings go through a :class:`RateLimiter`
 (``log.warn_rl(rl, "event", ...)``), which, like OVS, reports how many
-messages it dropped once it lets one through again.
+messages it dropped once it lets one through again; ``vlog/disable-rate-limit
+[MODULE]...`` turns that off per module.
+
+The ``ovs`` Python library logs through its own ``ovs.vlog``;
+:func:`bridge_ovs_library` routes those messages (``reconnect``, ``jsonrpc``,
+``stream``...) into this module with C's module names and levels.
 
 Module state (levels, the log file, the sequence number) is process-global,
 like OVS vlog; writes are serialised by a lock.
@@ -33,7 +42,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
+import syslog
 import threading
 import time
 import traceback
@@ -52,7 +63,19 @@ _LEVEL_BY_NAME.update({"debug": DBG, "warning": WARN, "error": ERR, "critical": 
 
 DESTINATIONS = ("console", "syslog", "file")
 CONSOLE, SYSLOG, FILE = range(3)
-_DEFAULT_LEVELS = [INFO, ERR, INFO]      # OVS defaults: console INFO, syslog ERR, file INFO
+_DEFAULT_LEVELS = [INFO, INFO, INFO]     # OVS defaults: every destination at INFO
+DEFAULT_PATTERNS = (
+    "%D{%Y-%m-%dT%H:%M:%SZ}|%05N|%c%T|%p|%m",          # console
+    "ovs|%05N|%c%T|%p|%m",                              # syslog
+    "%D{%Y-%m-%dT%H:%M:%S.###Z}|%05N|%c%T|%p|%m",      # file
+)
+SYSLOG_PREFIX = "<%B> %D{%h %e %T} %E %A:"
+SYSLOG_FACILITIES = ("kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news",
+                     "uucp", "clock", "authpriv", "ftp", "ntp", "audit", "alert", "clock2",
+                     "local0", "local1", "local2", "local3", "local4", "local5", "local6",
+                     "local7")
+# syslog severity of each level (OFF never reaches it)
+_SYSLOG_SEVERITY = (7, 0, 3, 4, 6, 7)
 
 # structlog method name -> OVS level
 _METHOD_LEVEL = {
@@ -63,11 +86,31 @@ _METHOD_LEVEL = {
 
 # Modules of the C ovn-controller and of this project that exist from the start,
 # so that `-vbinding:dbg` / `vlog/set` work before the module logs anything.
+# The list is the C ovn-controller 23.03.1's `vlog/list` plus ours.
 KNOWN_MODULES = (
-    "main", "binding", "chassis", "ofctrl", "ofctrl_seqno", "lflow", "lflow_cache",
-    "physical", "pinctrl", "inc_proc_eng", "if_status", "encaps", "patch", "ct_zone",
-    "acl_log", "reconnect", "rconn", "jsonrpc", "ovsdb_idl", "unixctl", "memory",
-    "coverage", "timeval", "poll_loop", "vlog", "daemon", "nb_cfg", "vif_plug",
+    "acl_log", "actions", "backtrace", "binding", "bundle", "chassis", "command_line",
+    "conntrack", "conntrack_tp", "coverage", "ct_dpif", "daemon", "daemon_unix",
+    "dns_resolve", "dpdk", "dpif", "dpif_lookup_autovalidator", "dpif_lookup_generic",
+    "dpif_mfex_extract_study", "dpif_netdev", "dpif_netdev_extract", "dpif_netdev_impl",
+    "dpif_netdev_lookup", "dpif_netlink", "dpif_netlink_rtnl", "encaps", "entropy", "expr",
+    "extend_table", "fatal_signal", "features", "flow", "ha_chassis", "hmap", "if_status",
+    "inc_proc_eng", "ipf", "jsonrpc", "lb", "ldata", "lflow", "lflow_cache", "lockfile",
+    "lport", "mac_learn", "main", "memory", "memory_trim", "meta_flow", "native_tnl",
+    "netdev", "netdev_linux", "netdev_offload", "netdev_offload_tc", "netdev_vport",
+    "netlink", "netlink_conntrack", "netlink_devlink", "netlink_notifier", "netlink_socket",
+    "nx_match", "odp_execute", "odp_execute_impl", "odp_util", "ofctrl", "ofp_actions",
+    "ofp_bundle", "ofp_connection", "ofp_errors", "ofp_flow", "ofp_group", "ofp_match",
+    "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port", "ofp_protocol",
+    "ofp_queue", "ofp_table", "ofp_util", "ovn_bfd", "ovn_util", "ovs_numa", "ovs_rcu",
+    "ovs_replay", "ovs_router", "ovs_thread", "ovsdb_cs", "ovsdb_error", "ovsdb_idl",
+    "ovsport", "ox_stat", "patch", "physical", "pinctrl", "pmd_perf", "poll_loop",
+    "port_mirror", "process", "rconn", "reconnect", "resource_dep", "route_table", "sha1",
+    "signals", "socket_util", "socket_util_unix", "stopwatch", "stream", "stream_fd",
+    "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec", "tc", "timeval",
+    "unixctl", "userspace_tso", "util", "uuid", "vconn", "vconn_stream", "vif_plug",
+    "vif_plug_dummy", "vif_plug_provider", "vif_plug_representor", "vlog",
+    # ours
+    "ofctrl_seqno", "ct_zone", "nb_cfg",
 )
 
 
@@ -89,23 +132,204 @@ def module_name(name: str | None) -> str:
 class _Module:
     """Levels of one vlog module; `max_level` is what the hot path compares."""
 
-    __slots__ = ("name", "levels", "max_level")
+    __slots__ = ("name", "levels", "max_level", "rate_limited")
 
     def __init__(self, name: str, levels: Iterable[int]) -> None:
         self.name = name
         self.levels = list(levels)
         self.max_level = OFF
+        self.rate_limited = True
         self.recompute()
 
     def recompute(self) -> None:
-        active = self.levels[CONSOLE]
+        active = max(self.levels[CONSOLE], self.levels[SYSLOG])
         if _STATE.log_file is not None:
             active = max(active, self.levels[FILE])
         self.max_level = active
 
 
+# --------------------------------------------------------------------------- patterns
+
+# One compiled piece of a pattern: (conversion, left-justify, zero-pad, width,
+# argument); conversion "" is a literal held in the argument.
+_Piece = tuple[str, bool, bool, int, str]
+_CONVERSIONS = "ABcdDEmNnpPrtT%"
+
+
+def compile_pattern(pattern: str) -> list[_Piece]:
+    """Parse OVS's %-escapes ("%05N", "%-10c", "%D{%H:%M}"); unknown escapes
+    are kept as text, as OVS does."""
+    out: list[_Piece] = []
+    i, n, lit = 0, len(pattern), []
+    while i < n:
+        ch = pattern[i]
+        if ch != "%" or i + 1 >= n:
+            lit.append(ch)
+            i += 1
+            continue
+        j = i + 1
+        left = zero = False
+        if pattern[j] == "-":
+            left, j = True, j + 1
+        if j < n and pattern[j] == "0":
+            zero, j = True, j + 1
+        k = j
+        while k < n and pattern[k].isdigit():
+            k += 1
+        width = int(pattern[j:k]) if k > j else 0
+        if k >= n or pattern[k] not in _CONVERSIONS:
+            lit.append(pattern[i:k + 1])
+            i = k + 1
+            continue
+        conv, arg = pattern[k], ""
+        k += 1
+        if conv in "dD" and k < n and pattern[k] == "{":
+            end = pattern.find("}", k)
+            if end > 0:
+                arg, k = pattern[k + 1:end], end + 1
+        if lit:
+            out.append(("", False, False, 0, "".join(lit)))
+            lit = []
+        out.append((conv, left, zero, width, arg))
+        i = k
+    if lit:
+        out.append(("", False, False, 0, "".join(lit)))
+    return out
+
+
+def _strftime(fmt: str, now: float, utc: bool) -> str:
+    fmt = fmt or "%Y-%m-%d %H:%M:%S.###"
+    hashes = fmt.count("#")
+    text = time.strftime(fmt.replace("#", ""), time.gmtime(now) if utc else time.localtime(now))
+    if hashes:
+        frac = f"{now - int(now):.9f}"[2:2 + hashes]
+        head = fmt.split("#", 1)[0]
+        cut = len(time.strftime(head, time.gmtime(now) if utc else time.localtime(now)))
+        text = text[:cut] + frac + text[cut:]
+    return text
+
+
+def render_pattern(pieces: list[_Piece], *, seq: int, module: str, level: int, text: str,
+                   now: float) -> str:
+    parts = []
+    for conv, left, zero, width, arg in pieces:
+        if conv == "":
+            parts.append(arg)
+            continue
+        if conv == "m":
+            value = text
+        elif conv == "c":
+            value = module
+        elif conv == "p":
+            value = LEVEL_NAMES[level]
+        elif conv == "N":
+            value = str(seq)
+        elif conv == "D":
+            value = _strftime(arg or "%Y-%m-%d %H:%M:%S", now, True)
+        elif conv == "d":
+            value = _strftime(arg or "%Y-%m-%d %H:%M:%S", now, False)
+        elif conv == "A":
+            value = _program()
+        elif conv == "B":
+            value = str(_syslog_priority(level))
+        elif conv == "E":
+            value = socket.gethostname()
+        elif conv == "P":
+            value = str(os.getpid())
+        elif conv == "r":
+            value = str(int((now - _STATE.start) * 1000))
+        elif conv == "t":
+            value = "main"
+        elif conv == "n":
+            value = "\n"
+        elif conv == "%":
+            value = "%"
+        else:                   # "T": subprogram in parentheses, none in the main thread
+            value = ""
+        if width and len(value) < width:
+            value = value.ljust(width) if left else value.rjust(width, "0" if zero else " ")
+        parts.append(value)
+    return "".join(parts)
+
+
+def _program() -> str:
+    from controller import version
+    return version.PROGRAM
+
+
+def _syslog_priority(level: int) -> int:
+    return SYSLOG_FACILITIES.index(_STATE.facility) * 8 + _SYSLOG_SEVERITY[level]
+
+
+# --------------------------------------------------------------------------- syslog
+
+
+class _Syslog:
+    """Where syslog-destination messages go (--syslog-method)."""
+
+    def send(self, level: int, message: str) -> None:
+        raise NotImplementedError
+
+
+class _LibcSyslog(_Syslog):
+    """syslog(3), OVS's default method."""
+
+    __slots__ = ("opened",)
+
+    def __init__(self) -> None:
+        self.opened: tuple[str, str] | None = None
+
+    def send(self, level: int, message: str) -> None:
+        key = (_program(), _STATE.facility)
+        if self.opened != key:
+            syslog.openlog(key[0], syslog.LOG_NDELAY,
+                           SYSLOG_FACILITIES.index(key[1]) * 8)
+            self.opened = key
+        syslog.syslog(_SYSLOG_SEVERITY[level], message)
+
+
+class _SocketSyslog(_Syslog):
+    """unix:PATH (datagram) or udp:HOST:PORT, with OVS's RFC 3164 prefix."""
+
+    __slots__ = ("sock", "address")
+
+    def __init__(self, method: str) -> None:
+        kind, _, where = method.partition(":")
+        if kind == "unix" and where:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.address: Any = where
+        elif kind == "udp" and ":" in where:
+            host, _, port = where.rpartition(":")
+            self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                      socket.SOCK_DGRAM)
+            self.address = (host.strip("[]"), int(port))
+        else:
+            raise ValueError(f"unknown syslog method {method!r} "
+                             "(use libc, unix:FILE or udp:IP:PORT)")
+        self.sock.setblocking(False)
+
+    def send(self, level: int, message: str) -> None:
+        prefix = render_pattern(compile_pattern(SYSLOG_PREFIX), seq=_STATE.seq,
+                                module="", level=level, text="", now=time.time())
+        try:
+            self.sock.sendto(f"{prefix} {message}".encode("utf-8", "replace"), self.address)
+        except OSError:
+            pass
+
+
+def set_syslog_method(method: str | None) -> None:
+    """--syslog-method=(libc|unix:FILE|udp:IP:PORT); None or "libc" = syslog(3)."""
+    _STATE.syslog = _LibcSyslog() if not method or method == "libc" else _SocketSyslog(method)
+
+
+def add_syslog_target(target: str) -> None:
+    """--syslog-target=HOST:PORT: also send syslog messages there over UDP."""
+    _STATE.syslog_targets.append(_SocketSyslog(f"udp:{target}"))
+
+
 class _State:
-    __slots__ = ("modules", "log_file", "log_path", "seq", "lock", "console")
+    __slots__ = ("modules", "log_file", "log_path", "seq", "lock", "console", "patterns",
+                 "compiled", "facility", "syslog", "syslog_targets", "start")
 
     def __init__(self) -> None:
         self.modules: dict[str, _Module] = {}
@@ -115,6 +339,13 @@ class _State:
         self.lock = threading.Lock()
         # None means "whatever sys.stderr is at write time" (pytest capture friendly).
         self.console: IO[str] | None = None
+        self.patterns = list(DEFAULT_PATTERNS)
+        # None = the default pattern of that destination (fast path)
+        self.compiled: list[list[_Piece] | None] = [None, None, None]
+        self.facility = "daemon"
+        self.syslog: _Syslog = _LibcSyslog()
+        self.syslog_targets: list[_Syslog] = []       # --syslog-target=HOST:PORT
+        self.start = time.time()
 
 
 _STATE = _State()
@@ -173,10 +404,10 @@ def _format_exc(exc_info: Any) -> str:
     return json.dumps(text)          # keeps the event on one line
 
 
-def _timestamp(now: float) -> str:
+def _timestamp(now: float, millis: bool = True) -> str:
     secs = int(now)
-    millis = int((now - secs) * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{millis:03d}Z"
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+    return f"{base}.{int((now - secs) * 1000):03d}Z" if millis else base + "Z"
 
 
 def _render(_logger: WrappedLogger, method_name: str, event_dict: EventDict) -> Any:
@@ -210,13 +441,22 @@ class _Sink:
         levels = mod.levels
         to_console = level <= levels[CONSOLE]
         to_file = _STATE.log_file is not None and level <= levels[FILE]
-        if not (to_console or to_file):
+        to_syslog = level <= levels[SYSLOG]
+        if not (to_console or to_file or to_syslog):
             return
         with _STATE.lock:
             _STATE.seq += 1
-            line = (f"{_timestamp(time.time())}|{_STATE.seq:05d}|{module}|"
-                    f"{LEVEL_NAMES[level]}|{text}\n")
+            seq = _STATE.seq
+            now = time.time()
+            compiled = _STATE.compiled
             if to_console:
+                pat = compiled[CONSOLE]
+                if pat is None:
+                    line = (f"{_timestamp(now, False)}|{seq:05d}|{module}|"
+                            f"{LEVEL_NAMES[level]}|{text}\n")
+                else:
+                    line = render_pattern(pat, seq=seq, module=module,
+                                          level=level, text=text, now=now) + "\n"
                 stream = _STATE.console or sys.stderr
                 try:
                     stream.write(line)
@@ -224,11 +464,30 @@ class _Sink:
                 except (OSError, ValueError):
                     pass
             if to_file and _STATE.log_file is not None:
+                pat = compiled[FILE]
+                if pat is None:
+                    line = (f"{_timestamp(now)}|{seq:05d}|{module}|"
+                            f"{LEVEL_NAMES[level]}|{text}\n")
+                else:
+                    line = render_pattern(pat, seq=seq, module=module,
+                                          level=level, text=text, now=now) + "\n"
                 try:
                     _STATE.log_file.write(line)
                     _STATE.log_file.flush()
                 except (OSError, ValueError):
                     pass
+            if to_syslog:
+                pat = compiled[SYSLOG]
+                if pat is None:
+                    msg = f"ovs|{seq:05d}|{module}|{LEVEL_NAMES[level]}|{text}"
+                else:
+                    msg = render_pattern(pat, seq=seq, module=module,
+                                         level=level, text=text, now=now)
+                for dest in (_STATE.syslog, *_STATE.syslog_targets):
+                    try:
+                        dest.send(level, msg)
+                    except (OSError, ValueError):
+                        pass
 
     debug = dbg = info = msg = warning = warn = error = err = critical = emer = _write
     exception = fatal = log = _write
@@ -352,6 +611,9 @@ class VlogLogger(structlog.BoundLoggerBase):
         """Log unless `rl` says the message is too frequent (VLOG_*_RL)."""
         if level > self._mod.max_level or level <= OFF:
             return
+        if not self._mod.rate_limited:
+            self._emit(level, event, kw)
+            return
         if not rl.allow():
             return
         dropped = rl.take_dropped()
@@ -415,7 +677,7 @@ def set_level(module: str, level: int | str, destination: str = "any") -> None:
     elif dest in DESTINATIONS:
         dests = [DESTINATIONS.index(dest)]
     else:
-        raise ValueError(f"unknown log destination {destination!r}")
+        raise ValueError(f'unknown destination "{destination}"')
     mod = module.lower()
     if mod == "any":
         targets = list(_STATE.modules.values())
@@ -423,7 +685,7 @@ def set_level(module: str, level: int | str, destination: str = "any") -> None:
             _DEFAULT_LEVELS[d] = lvl
     else:
         if mod not in _STATE.modules:
-            raise ValueError(f"unknown module {module!r}")
+            raise ValueError(f'no destination, level, or module "{module}"')
         targets = [_STATE.modules[mod]]
     for m in targets:
         for d in dests:
@@ -431,15 +693,45 @@ def set_level(module: str, level: int | str, destination: str = "any") -> None:
         m.recompute()
 
 
+def set_pattern(destination: str, pattern: str) -> None:
+    dest = destination.strip().lower()
+    if dest == "any":
+        dests = list(range(len(DESTINATIONS)))
+    elif dest in DESTINATIONS:
+        dests = [DESTINATIONS.index(dest)]
+    else:
+        raise ValueError(f'unknown destination "{destination}"')
+    with _STATE.lock:
+        for d in dests:
+            _STATE.patterns[d] = pattern
+            _STATE.compiled[d] = None if pattern == DEFAULT_PATTERNS[d] \
+                else compile_pattern(pattern)
+
+
+def set_facility(name: str) -> None:
+    fac = name.strip().lower()
+    if fac not in SYSLOG_FACILITIES:
+        raise ValueError("invalid facility")
+    _STATE.facility = fac
+
+
 def apply_spec(spec: str) -> None:
-    """Apply one OVS-style spec: words separated by ':' or spaces, each a
-    destination (console/syslog/file/any), a level (off/emer/err/warn/info/dbg)
-    or a module name (or any); e.g. "console:off", "binding:file:dbg", "dbg".
-    An empty spec means "dbg for everything", as plain `-v` does.
-    "PATTERN:..." and "FACILITY:..." specs are accepted and ignored."""
-    head = spec.split(":", 1)[0].strip().lower()
-    if head in ("pattern", "facility"):
-        return      # accepted for compatibility; the line format is fixed
+    """Apply one OVS-style spec, with C's error texts: words separated by ':'
+    or spaces, each a destination (console/syslog/file/any), a level
+    (off/emer/err/warn/info/dbg) or a module name (or any); e.g. "console:off",
+    "binding:file:dbg", "dbg".  An empty spec means "dbg for everything", as
+    plain `-v` does.  "PATTERN:DESTINATION:PATTERN" sets a destination's line
+    pattern, "FACILITY:NAME" the syslog facility."""
+    head, _, rest = spec.partition(":")
+    if head.strip().lower() == "pattern":
+        dest, sep, pattern = rest.partition(":")
+        if not dest.strip():
+            raise ValueError("missing destination")
+        set_pattern(dest, pattern if sep else DEFAULT_PATTERNS[_destination_index(dest)])
+        return
+    if head.strip().lower() == "facility":
+        set_facility(rest)
+        return
     module, destination, level = "any", "any", DBG
     for word in spec.replace(",", ":").replace(" ", ":").split(":"):
         w = word.strip().lower()
@@ -454,18 +746,54 @@ def apply_spec(spec: str) -> None:
         elif w in _STATE.modules:
             module = w
         else:
-            raise ValueError(f"unknown module, destination or level {word!r}")
+            raise ValueError(f'no destination, level, or module "{word.strip()}"')
     set_level(module, level, destination)
 
 
+def _destination_index(destination: str) -> int:
+    dest = destination.strip().lower()
+    if dest not in DESTINATIONS:
+        raise ValueError(f'unknown destination "{destination}"')
+    return DESTINATIONS.index(dest)
+
+
+def set_rate_limit(modules: Iterable[str], enabled: bool) -> None:
+    """vlog/enable-rate-limit, vlog/disable-rate-limit: no module (or "any") = all."""
+    names = [m.strip().lower() for m in modules]
+    if not names or "any" in names:
+        targets = list(_STATE.modules.values())
+    else:
+        targets = []
+        for name in names:
+            if name not in _STATE.modules:
+                raise ValueError("unknown module")
+            targets.append(_STATE.modules[name])
+    for m in targets:
+        m.rate_limited = enabled
+
+
 def list_levels() -> str:
-    """Text like `ovs-appctl vlog/list`."""
+    """Text of `vlog/list`, laid out as the C daemons do."""
     lines = ["                 console    syslog    file",
              "                 -------    ------    ------"]
     for name in sorted(_STATE.modules):
-        lv = _STATE.modules[name].levels
-        lines.append(f"{name:<16} {LEVEL_NAMES[lv[CONSOLE]]:>7} {LEVEL_NAMES[lv[SYSLOG]]:>9}"
-                     f" {LEVEL_NAMES[lv[FILE]]:>9}")
+        mod = _STATE.modules[name]
+        lv = mod.levels
+        line = (f"{name:<16}  {LEVEL_NAMES[lv[CONSOLE]]:>4}       {LEVEL_NAMES[lv[SYSLOG]]:>4}"
+                f"       {LEVEL_NAMES[lv[FILE]]:>4}")
+        if not mod.rate_limited:
+            line += "    (rate limiting disabled)"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def list_patterns() -> str:
+    """Text of `vlog/list-pattern`."""
+    lines = ["         prefix                            format",
+             "         ------                            ------"]
+    for label, d, prefix in (("SYSLOG", SYSLOG, SYSLOG_PREFIX), ("CONSOLE", CONSOLE, "none"),
+                             ("FILE", FILE, "none")):
+        lines.append(f"{label:<9}{prefix:<34}{_STATE.patterns[d]}")
     return "\n".join(lines) + "\n"
 
 
@@ -479,16 +807,18 @@ def get_levels(module: str) -> dict[str, str]:
 
 
 def open_log_file(path: str) -> None:
-    """Start (or switch) logging to `path` (append)."""
+    """Start (or switch) logging to `path` (append; created mode 0640 as C)."""
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
-    new = open(path, "a", encoding="utf-8", buffering=1)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    new = open(fd, "a", encoding="utf-8", buffering=1)
     with _STATE.lock:
         old, _STATE.log_file, _STATE.log_path = _STATE.log_file, new, path
     if old is not None:
         old.close()
     for m in _STATE.modules.values():
         m.recompute()
+    get_logger("vlog").info(f"opened log file {path}")
 
 
 def reopen_log_file() -> None:
@@ -519,6 +849,7 @@ def set_console(stream: IO[str] | None) -> None:
 def setup(log_file: str | None = None, specs: Iterable[str] = ()) -> None:
     """Configure from command-line options: `--log-file` and each `-v` spec, in order."""
     _configure_structlog()
+    bridge_ovs_library()
     if log_file:
         open_log_file(log_file)
     for spec in specs:
@@ -529,10 +860,41 @@ def reset() -> None:
     """Back to defaults (tests): no log file, default levels, sequence 0."""
     _configure_structlog()
     close_log_file()
-    _DEFAULT_LEVELS[:] = [INFO, ERR, INFO]
+    _DEFAULT_LEVELS[:] = [INFO, INFO, INFO]
     for m in _STATE.modules.values():
         m.levels = list(_DEFAULT_LEVELS)
+        m.rate_limited = True
         m.recompute()
+    _STATE.patterns[:] = DEFAULT_PATTERNS
+    _STATE.compiled[:] = [None, None, None]
+    _STATE.facility = "daemon"
+    _STATE.syslog = _LibcSyslog()
+    _STATE.syslog_targets = []
     _STATE.seq = 0
     _STATE.console = None
     _STATE.log_path = None
+
+
+# --------------------------------------------------------------------------- ovs library
+
+# Python ovs module names -> the C module that prints the same messages.
+_OVS_LIBRARY_MODULES = {"idl": "ovsdb_idl", "fatal-signal": "fatal_signal",
+                        "unixctl_server": "unixctl", "unixctl_client": "unixctl"}
+_OVS_LIBRARY_LEVELS = {"emer": EMER, "err": ERR, "warn": WARN, "info": INFO, "dbg": DBG}
+
+
+def _ovs_library_log(self: Any, level: str, message: str, **kwargs: Any) -> None:
+    lvl = _OVS_LIBRARY_LEVELS.get(level.lower(), DBG)
+    module = _OVS_LIBRARY_MODULES.get(self.name, self.name)
+    # The C reconnect FSM logs a failed connection attempt at INFO (its
+    # "info level"); the Python port says WARN.
+    if module == "reconnect" and lvl == WARN and " attempt failed (" in message:
+        lvl = INFO
+    get_logger(module).log(lvl, message)
+
+
+def bridge_ovs_library() -> None:
+    """Send the ovs library's log messages (reconnect, jsonrpc, stream, ...)
+    through this module, under C's module names."""
+    import ovs.vlog
+    ovs.vlog.Vlog._Vlog__log = _ovs_library_log

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import cli, vlog
+from controller import cli, version, vlog
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,13 +30,19 @@ def test_defaults_follow_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OVS_RUNDIR", "/r/ovs")
     monkeypatch.setenv("OVN_RUNDIR", "/r/ovn")
     monkeypatch.setenv("OVN_LOGDIR", "/r/log")
+    monkeypatch.setenv("OVS_LOGDIR", "/r/ovslog")
     opts = cli.parse_args(["--pidfile", "--log-file", "--detach"])
     assert opts.ovs_remote == "unix:/r/ovs/db.sock"
     assert opts.pidfile == "/r/ovn/ovn-controller-py.pid"
-    assert opts.log_file == "/r/log/ovn-controller-py.log"
+    # as C: the default log file is in the OVS log directory
+    assert opts.log_file == "/r/ovslog/ovn-controller-py.log"
     assert opts.detach and not opts.no_chdir
     assert opts.unixctl is None
     assert cli.default_unixctl(42) == "/r/ovn/ovn-controller-py.42.ctl"
+    # a relative --pidfile is in $OVN_RUNDIR, and names the control socket
+    opts = cli.parse_args(["--pidfile=ovn-controller.pid"])
+    assert opts.pidfile == "/r/ovn/ovn-controller.pid"
+    assert cli.default_unixctl(42, opts.pidfile) == "/r/ovn/ovn-controller.42.ctl"
 
 
 def test_bare_optional_value_options_do_not_swallow_the_remote() -> None:
@@ -58,11 +64,29 @@ def test_explicit_values_as_the_sandbox_passes_them(tmp_path: Path) -> None:
     assert opts.chassis_name == "hv9" and opts.no_chdir
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+def test_version_prints_c_lines_then_ours(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("ovn-controller-py ")
-    assert out[1] == "compatible with OVN 23.03.1, OpenFlow versions 0x6:0x6"
+    assert out[:4] == ["ovn-controller 23.03.1", "Open vSwitch Library 3.1.0",
+                       "OpenFlow versions 0x6:0x6", "SB DB Schema 20.27.0"]
+    assert out[4:] == [f"ovn-controller-py {version.__version__}"]
+
+
+@pytest.mark.parametrize("argv0, name", [
+    ("/usr/bin/ovn-controller", "ovn-controller"),
+    ("/usr/local/bin/ovn-controller-py", "ovn-controller-py"),
+    ("/repo/controller/__main__.py", "ovn-controller-py"),
+    ("-c", "ovn-controller-py"),
+    ("python3", "ovn-controller-py"),
+])
+def test_program_name_follows_argv0(argv0: str, name: str, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OVN_RUNDIR", "/r/ovn")
+    monkeypatch.setattr(version, "PROGRAM", version.PROGRAM)     # restored afterwards
+    assert cli.main(["--version"], prog=argv0) == 0
+    assert version.PROGRAM == name
+    assert cli.parse_args(["--pidfile"]).pidfile == f"/r/ovn/{name}.pid"
+    assert cli.default_unixctl(7) == f"/r/ovn/{name}.7.ctl"
 
 
 def test_bad_verbose_spec_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,7 +171,7 @@ def test_detach_daemonises_writes_pidfile_and_cleans_up(tmp_path: Path,
     mark_pid, remote, unixctl, cwd = (tmp_path / "mark").read_text().split("|")
     assert int(mark_pid) == pid
     assert remote == "unix:/nowhere/db.sock"
-    assert unixctl == f"{tmp_path}/ovn-controller-py.{pid}.ctl"
+    assert unixctl == f"{tmp_path}/agent.{pid}.ctl"          # named after the pidfile
     assert cwd == "/"                                   # no --no-chdir
     # the daemon holds a POSIX lock on its pidfile (ovs-appctl -t NAME requires it)
     with open(tmp_path / "agent.pid", "r+") as f, pytest.raises(OSError):
@@ -155,7 +179,11 @@ def test_detach_daemonises_writes_pidfile_and_cleans_up(tmp_path: Path,
     os.kill(pid, signal.SIGTERM)
     assert _wait_gone(pid)
     assert not (tmp_path / "agent.pid").exists()
-    assert "ovn-controller-py starting" in (tmp_path / "agent.log").read_text()
+    text = (tmp_path / "agent.log").read_text()
+    assert text.splitlines()[0].endswith(f"|vlog|INFO|opened log file {tmp_path}/agent.log")
+    assert "ovn-controller-py 0.1.0 starting as ovn-controller-py" in text
+    assert f"|fatal_signal|WARN|terminating with signal {int(signal.SIGTERM)} (Terminated)" in text
+    assert oct((tmp_path / "agent.log").stat().st_mode & 0o777) == oct(0o640)
 
 
 def test_detach_parent_fails_when_the_daemon_dies_before_ready(tmp_path: Path) -> None:

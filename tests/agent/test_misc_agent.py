@@ -112,7 +112,7 @@ def test_unixctl_command_functions():
     except CommandError as e:
         assert str(e) == "No such stopwatch"
     assert call(a, "coverage/read-counter", "lflow_run") == "0\n"
-    assert version_reply().splitlines()[:2] == ["ovn-controller-py 23.03.1",
+    assert version_reply().splitlines()[:2] == ["ovn-controller 23.03.1",
                                                "Open vSwitch Library 3.1.0"]
 
 
