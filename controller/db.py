@@ -38,6 +38,7 @@ import uuid as uuidlib
 from typing import Any, Iterable, Mapping
 
 import ovs.db.idl
+import ovs.jsonrpc
 import ovs.poller
 import ovs.stream
 import structlog
@@ -130,6 +131,20 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
         super().__init__(remote, helper, probe_interval=probe_interval,
                          leader_only=leader_only)
         self.tracker = tracker
+        # The OVS 3.1 Python IDL ignores "monitor_canceled" (sent to a
+        # db-change-aware client when its database is converted or removed):
+        # its replica would silently stop following the server.  The
+        # notification is noticed here and acted on by IdlLoop.run().
+        self.monitor_canceled = False
+        recv = self._session.recv
+
+        def recv_watching() -> Any:
+            msg = recv()
+            if msg is not None and msg.type == ovs.jsonrpc.Message.T_NOTIFY \
+                    and msg.method == "monitor_canceled":
+                self.monitor_canceled = True
+            return msg
+        self._session.recv = recv_watching
 
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         table = row._table.name
@@ -246,6 +261,15 @@ class IdlLoop:
         assert self.txn is None, "previous iteration did not call commit()"
         seq_before = self.idl.change_seqno
         self.idl.run()
+        if self.idl.monitor_canceled:
+            # Monitor again on a fresh session (at once: no backoff); the new
+            # monitor replaces the replica in one update, so the installed
+            # flows stay until the recompute that follows replaces them.
+            self.idl.monitor_canceled = False
+            log.info(f"{self.remote}: {self.name} monitor canceled by the server "
+                     "(database converted?), monitoring again")
+            self.idl._session.reset_backoff()
+            self.idl.force_reconnect()
         # A new session once connected again (each failed connection attempt
         # in between also moves the session seqno: not a reconnection).
         reconnected = False

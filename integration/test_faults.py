@@ -238,3 +238,32 @@ def test_persistent_sb_commit_error_backs_off(sandbox_factory: SandboxFactory, k
     box.vsctl("set", "Open_vSwitch", ".", f"external_ids:system-id={box.chassis}")
     box.wait_hv_sync(timeout=60)
     wait_until(lambda: box.flow_count() == before, timeout=30, what="flows as before", box=box)
+
+
+# ---------------------------------------------------------------- point 4
+
+
+@AGENTS
+def test_sb_schema_conversion_remonitors_and_keeps_flows(sandbox_factory: SandboxFactory,
+                                                         kind: str) -> None:
+    """``ovsdb-client convert`` of the SB (to the same schema) cancels every
+    monitor: the agent monitors again, keeps its flows meanwhile, and a
+    change made after the conversion reaches br-int."""
+    box = rich_agent(sandbox_factory, kind)
+    before = box.flow_count()
+    kept = Survivors.take(box)
+    sampler = FlowSampler(box)
+    with sampler.running():
+        t0 = time.monotonic()
+        box.cmd(["ovsdb-client", "convert", box.sb_sock, "/usr/share/ovn/ovn-sb.ovsschema"])
+        box.nbctl("--no-wait", "acl-add", "ls-a", "from-lport", "1001",
+                  "ip4.dst == 192.168.66.6", "drop")
+        box.wait_hv_sync(timeout=60)
+        wait_until(lambda: any("192.168.66.6" in f for f in box.dump_flows(names=False)),
+                   timeout=10, what="the ACL added after the conversion", box=box)
+        resync = time.monotonic() - t0
+    print(f"\n[{kind}] SB schema conversion: change installed {resync:.2f}s after it; "
+          f"min flows {sampler.minimum}/{before}")
+    assert box.controller_alive()
+    assert sampler.minimum >= before, f"flows dipped to {sampler.minimum}"
+    assert Survivors.take(box) == kept
