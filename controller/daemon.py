@@ -315,10 +315,17 @@ class Daemon:
         probe = knobs["ovn-remote-probe-interval"]
         if probe is None:
             probe = dbmod.default_sb_probe_interval(remote)
-        if self.sb is None or remote != self.sb_remote:
-            if self.sb is not None:
-                log.info(f"OVNSB remote changed to {remote}")
+        if self.sb is not None and remote != self.sb_remote:
+            log.info(f"OVNSB remote changed to {remote}")
+            if self.sb.set_remote(remote):
+                # Same IDL, same replica: the installed flows stay until the
+                # new server's contents arrive (the reconnection forces the
+                # recompute that replaces them in one round).
+                self.sb_remote = remote
+            else:
                 self.sb.close()
+                self.sb = None
+        if self.sb is None:
             self.sb = dbmod.open_sb(remote, probe)
             self.sb_remote = remote
             self._sb_loaded = False
@@ -344,7 +351,13 @@ class Daemon:
         target = self._ofctrl_target(knobs, br_int.name)
         if self.session is None or target != self.session_target:
             if self.session is not None:
+                # The OpenFlow connection goes to another bridge: like the C
+                # agent when its ofctrl connection drops, forget the seqno
+                # requests and the interface states (so ports released
+                # meanwhile are not marked down in the SB).
                 self.session.close()
+                self.seqno.flush()
+                self.if_mgr.clear()
             probe_s = knobs["ovn-openflow-probe-interval"] or 0
             self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
                                          meters=self.meters,
