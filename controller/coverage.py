@@ -87,6 +87,10 @@ class Coverage:
 AGENT_COUNTERS = ("lflow_run", "physical_run", "long_poll_interval", "txn_success",
                   "txn_try_again", "txn_error", "txn_unchanged", "txn_incomplete",
                   "ct_zone_commit", "binding_recompute", "engine_recompute",
-                  "lflow_parse_error")
+                  "lflow_parse_error",
+                  # pinctrl (controller/pinctrl/), the six counters of 23.03.1 pinctrl.c
+                  "pinctrl_total_pin_pkts", "pinctrl_notify_main_thread",
+                  "pinctrl_drop_put_mac_binding", "pinctrl_drop_buffered_packets_map",
+                  "pinctrl_drop_controller_event", "pinctrl_drop_put_vport_binding")
 
 COVERAGE = Coverage(AGENT_COUNTERS)

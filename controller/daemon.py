@@ -16,10 +16,9 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
    manager, echo nb_cfg;
 5. unixctl, commit both transactions, clear tracked changes, wait.
 
-``lflow_output`` / ``pflow_output`` providers plug in through
-:func:`controller.engine_graph.build_engine`; until they exist the desired
-flow tables given to ofctrl stay empty (ports still get ``ovn-installed``
-only after the barrier of the round that followed their claim).
+The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
+tables handed to ofctrl are the data of its ``lflow_output`` and
+``pflow_output`` nodes.
 """
 
 from __future__ import annotations
@@ -42,13 +41,15 @@ from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
 from controller.features import Features, from_capabilities, probe_meter_support
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
-from controller.engine_nodes import AgentNodes, AgentState
+from controller.engine_nodes import AgentState, agent_nodes
 from controller import idl_fastpath
 from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
+from controller.lflow_output import LflowOutput
 from controller.loop_stats import LoopStats
 from controller.nb_cfg import NbCfg
 from controller.patch import Patches, StartupDelay
+from controller.pflow_output import PflowOutput
 from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
 from controller.unixctl import create_server
 from controller.vlog import RateLimiter
@@ -81,8 +82,7 @@ def _override_file() -> str:
 
 
 class Daemon:
-    def __init__(self, options: Any, flow_providers: dict[str, Any] | None = None,
-                 physical_flows: bool = True) -> None:
+    def __init__(self, options: Any) -> None:
         self.options = options
         self.ovs = dbmod.open_ovs(getattr(options, "ovs_remote", None))
         self.sb: dbmod.IdlLoop | None = None
@@ -91,47 +91,22 @@ class Daemon:
         self.nb_cfg = NbCfg(self.seqno)
         self.if_mgr = IfStatusMgr(self.seqno)
         self.st = AgentState(self.if_mgr)
-        self.nodes = AgentNodes(self.st)
-        providers = dict(flow_providers or {})
         self.groups = GroupTable()
         self.meters = MeterTable()
-        if physical_flows and "lflow_output" not in providers \
-                and not os.environ.get("OVNPY_NO_LFLOW"):
-            try:
-                from controller.lflow_output import LflowOutput
-            except ImportError as e:      # lflow compiler unavailable: run without it
-                log.error(f"logical flows disabled: {e}")
-            else:
-                providers["lflow_output"] = LflowOutput(
-                    self.st, self._sb_table, lambda: self.engine.run_count,
-                    lambda: self._ovs_external_ids(), self.groups, self.meters)
-        if physical_flows and "pflow_output" not in providers:
-            try:
-                from controller.pflow_output import PflowOutput
-            except ImportError as e:      # physical/ unavailable: run without it
-                log.error(f"physical flows disabled: {e}")
-            else:
-                providers["pflow_output"] = PflowOutput(self.st, self._sb_table,
-                                                        lambda: self.st.geneve_field,
-                                                        lambda: self.engine.run_count)
+        self.flow_providers: dict[str, Any] = {
+            "lflow_output": LflowOutput(
+                self.st, self._sb_table, lambda: self.engine.run_count,
+                lambda: self._ovs_external_ids(), self.groups, self.meters),
+            "pflow_output": PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
+                                        lambda: self.engine.run_count)}
         self.engine = build_engine(GraphParts(
-            impl=self.nodes, ovs_tracker=self.ovs.tracker,
-            sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
-            state_runs={"ofctrl_is_connected": self.st.run_ofctrl_is_connected,
-                        "sb_ro": self.st.run_sb_ro,
-                        "postponed_ports": self.st.run_postponed_ports,
-                        "mff_ovn_geneve": self.st.run_mff_ovn_geneve},
-            node_data={"runtime_data": self.st.rt, "ct_zones": self.st.ct,
-                       "if_status_mgr": self.if_mgr},
-            providers=providers))
-        self.flow_providers = providers
+            ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
+            nodes={**agent_nodes(self.st), **self.flow_providers}))
         self.encaps = Encaps()
         self.patches = Patches()
         self.startup = StartupDelay(int(time.time() * 1000))
         self.session: OfctrlSession | None = None
         self.session_target: str | None = None
-        self.empty_lflows = DesiredFlowTable()
-        self.empty_pflows = DesiredFlowTable()
         self.loop_stats = LoopStats()
         self.stopwatches = Stopwatches(AGENT_STOPWATCHES)
         self.coverage = COVERAGE
@@ -161,6 +136,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
+        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -285,21 +261,9 @@ class Daemon:
         return self.sb.table(name)
 
     def _desired_tables(self) -> tuple[DesiredFlowTable, DesiredFlowTable, bool, bool]:
-        lf, pf = self.empty_lflows, self.empty_pflows
-        lchg = pchg = False
-        for name in FLOW_OUTPUT_NODES:
-            try:
-                n = self.engine.node(name)
-            except KeyError:
-                continue
-            table = getattr(n.data, "flow_table", None)
-            if table is None:
-                continue
-            if name == "lflow_output":
-                lf, lchg = table, n.state is State.UPDATED
-            else:
-                pf, pchg = table, n.state is State.UPDATED
-        return lf, pf, lchg, pchg
+        lf, pf = (self.engine.node(n) for n in FLOW_OUTPUT_NODES)
+        return (lf.data.flow_table, pf.data.flow_table, lf.state is State.UPDATED,
+                pf.state is State.UPDATED)
 
     def _ovs_ports_changed(self) -> bool:
         t = self.ovs.tracker
@@ -344,8 +308,7 @@ class Daemon:
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
         their nodes were computed (not stale or aborted) in this iteration."""
-        names = [n for n in FLOW_OUTPUT_NODES if n in self.flow_providers] or ["runtime_data"]
-        return all(self.engine.node(n).is_valid() for n in names)
+        return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES)
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()
@@ -411,6 +374,21 @@ class Daemon:
             self.if_mgr.openflow_disconnected()
         self.st.ofctrl_connected = connected
         self.st.geneve_field = self.session.geneve_field
+
+    def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
+        """Packet-in services: own connection (a thread), SB writes in this txn."""
+        if self.pinctrl is None:
+            from controller.pinctrl.sb_writes import Pinctrl
+            self.pinctrl = Pinctrl()
+        self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
+                         self.chassis, self.st.rt.local_datapaths)
+
+    def inject_pkt(self, microflow: str) -> str | None:
+        """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
+        if self.pinctrl is None or self.br_int is None or self.chassis is None:
+            return "ovn-controller not ready."
+        result: str | None = self.pinctrl.inject(microflow, self.br_int, self._sb_table)
+        return result
 
     def _early_monitors(self, knobs: Knobs, br_int: Any) -> None:
         """Before the chassis exists, already ask for the Port_Bindings of the
@@ -559,6 +537,8 @@ class Daemon:
             if not self.exiting:
                 self._flows_and_status(knobs)
             ls.stage_done("ofctrl-put")
+            if br_int is not None and not self.exiting:
+                self._run_pinctrl(knobs, br_int)
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or
@@ -606,6 +586,7 @@ class Daemon:
                                           or not self.session.has_backlog())
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
+        runs_before = self.engine.run_count
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()
@@ -615,7 +596,13 @@ class Daemon:
                     "OpenFlow backlog" if not allowed else "unknown"
                 self.engine.set_force_recompute(
                     f"engine run aborted (recompute not allowed: {why}), force recompute.")
-            self._wake = True
+            # Like the C loop: wake at once after a run that aborted, or when a
+            # skipped run (still no recompute allowed) left input changes
+            # behind.  Otherwise the event that allows the recompute (the SB
+            # reconnecting, a commit reply, the OpenFlow backlog draining)
+            # wakes the loop; no busy loop while the SB is away.
+            if self.engine.run_count != runs_before or self.engine.need_run():
+                self._wake = True
         else:
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
@@ -719,7 +706,8 @@ class Daemon:
             self.sb.commit()
             if self.sb.commit_failed:
                 self.sb.commit_failed = False
-                self.engine.set_force_recompute("OVNSB commit failed, force recompute.")
+                log.info("OVNSB commit failed, force recompute next time.")
+                self.engine.set_force_recompute()
         st = self.ovs.commit()
         if st == "success" or st == "unchanged":
             self.st.ct.db_committed()
@@ -735,6 +723,8 @@ class Daemon:
             self.session.wait(poller)
         if self.unixctl is not None:
             self.unixctl.wait(poller)
+        if self.pinctrl is not None:
+            self.pinctrl.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
         if self.st.starting_up:
@@ -763,6 +753,8 @@ class Daemon:
         return 0
 
     def close(self) -> None:
+        if self.pinctrl is not None:
+            self.pinctrl.close()
         if self.session is not None:
             self.session.close()
         if self.sb is not None:

@@ -18,6 +18,14 @@ then rebuilds its indexes and forces a full recompute.  Any (re)connection,
 visible as a change of the session seqno or of ``cond_seqno`` going back to
 0, is reported by :meth:`IdlLoop.run` as ``reconnected``.
 
+Failed commits never retry in a hot loop: after an error (a constraint
+violation, say, that no amount of retrying fixes) the next transaction is
+opened only after an exponential :class:`CommitBackoff` delay (250 ms
+doubling up to 8 s, reset by a success), and after ``try again`` only once
+the replica changed since the commit was prepared (the ``skip_seqno`` rule
+of the C ``ovsdb_idl_loop``).  No transaction is opened before the IDL is
+monitoring (it could only answer ``try again``).
+
 The SB conditional monitoring of OVN 23.03 (``update_sb_monitors``) is the
 pure function :func:`sb_monitor_conditions`; :meth:`IdlLoop.set_conditions`
 applies it and returns the condition seqno to wait for.
@@ -25,6 +33,7 @@ applies it and returns the condition seqno to wait for.
 
 from __future__ import annotations
 
+import time
 import uuid as uuidlib
 from typing import Any, Iterable, Mapping
 
@@ -36,7 +45,10 @@ from controller.vlog import RateLimiter
 from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
 
 log = structlog.get_logger("ovsdb_idl")
-_rl_txn = RateLimiter(per_minute=12, burst=3)
+_rl_txn = RateLimiter(per_minute=1, burst=5)     # as the C IDL's other_rl
+
+COMMIT_BACKOFF_INITIAL_MS = 250
+COMMIT_BACKOFF_MAX_MS = 8000
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 SB_SCHEMA = "/usr/share/ovn/ovn-sb.ovsschema"
@@ -138,6 +150,35 @@ class RunResult:
         self.reset = reset
 
 
+class CommitBackoff:
+    """Delay before the next transaction after failed commits: doubles per
+    consecutive failure up to a cap, cleared by a success."""
+
+    __slots__ = ("initial_ms", "max_ms", "delay_ms", "retry_at")
+
+    def __init__(self, initial_ms: int = COMMIT_BACKOFF_INITIAL_MS,
+                 max_ms: int = COMMIT_BACKOFF_MAX_MS) -> None:
+        self.initial_ms = initial_ms
+        self.max_ms = max_ms
+        self.delay_ms = 0
+        self.retry_at: float | None = None      # time.monotonic() seconds
+
+    def failed(self, now: float) -> None:
+        self.delay_ms = min(self.max_ms, max(self.initial_ms, self.delay_ms * 2))
+        self.retry_at = now + self.delay_ms / 1000.0
+
+    def succeeded(self) -> None:
+        self.delay_ms = 0
+        self.retry_at = None
+
+    def ready(self, now: float) -> bool:
+        return self.retry_at is None or now >= self.retry_at
+
+    def wait(self, poller: ovs.poller.Poller, now: float) -> None:
+        if self.retry_at is not None and now < self.retry_at:
+            poller.timer_wait(max(1, int((self.retry_at - now) * 1000) + 1))
+
+
 class IdlLoop:
     """One database connection with change tracking and a transaction loop."""
 
@@ -158,6 +199,9 @@ class IdlLoop:
         self._cond_seqno = 0
         self._connected_once = False
         self._next_cond: dict[str, Condition] = {}
+        self.backoff = CommitBackoff()
+        self._precommit_seqno = 0
+        self._skip_seqno: int | None = None
 
     # -- access -------------------------------------------------------
     def table(self, name: str) -> Mapping[uuidlib.UUID, Any]:
@@ -200,11 +244,14 @@ class IdlLoop:
         assert self.txn is None, "previous iteration did not call commit()"
         seq_before = self.idl.change_seqno
         self.idl.run()
+        # A new session once connected again (each failed connection attempt
+        # in between also moves the session seqno: not a reconnection).
         reconnected = False
-        sess_seqno = self.idl._session.get_seqno()
-        if self._session_seqno is not None and sess_seqno != self._session_seqno:
-            reconnected = True
-        self._session_seqno = sess_seqno
+        if self.connected:
+            sess_seqno = self.idl._session.get_seqno()
+            if self._session_seqno is not None and sess_seqno != self._session_seqno:
+                reconnected = True
+            self._session_seqno = sess_seqno
         reset = False
         for name, table in self.idl.tables.items():
             ident = id(table.rows)
@@ -222,18 +269,27 @@ class IdlLoop:
         if self.committing is not None:
             status = self.committing.commit()
             if status != ovs.db.idl.Transaction.INCOMPLETE:
-                self._finish_commit(status)
-        if self.committing is None and self.connected and self.idl.has_ever_connected():
+                self._finish_commit(self.committing, status)
+        if self.committing is None and self.connected and self.idl.has_ever_connected() \
+                and self.idl.state == self.idl.IDL_S_MONITORING \
+                and self.idl.change_seqno != self._skip_seqno \
+                and self.backoff.ready(time.monotonic()):
+            self._skip_seqno = None
             self.txn = ovs.db.idl.Transaction(self.idl)
         return RunResult(self.idl.change_seqno != seq_before, reconnected, reset)
 
-    def _finish_commit(self, status: str) -> None:
+    def _finish_commit(self, txn: ovs.db.idl.Transaction, status: str) -> None:
         T = ovs.db.idl.Transaction
         self.last_commit_status = status
         self.commit_failed = status not in (T.SUCCESS, T.UNCHANGED)
-        if self.commit_failed and self.committing is not None and status != T.TRY_AGAIN:
-            log.warn_rl(_rl_txn, f"{self.name} transaction failed: {status} "
-                        f"{self.committing.get_error()}")
+        if not self.commit_failed:
+            self.backoff.succeeded()
+        elif status == T.TRY_AGAIN:
+            # Retry once the replica moved past what the commit was built on.
+            self._skip_seqno = self._precommit_seqno
+        else:
+            self.backoff.failed(time.monotonic())
+            log.warn_rl(_rl_txn, f"transaction error: {txn.get_error()}")
         self.committing = None
 
     def commit(self) -> str | None:
@@ -246,20 +302,19 @@ class IdlLoop:
         self.txn = None
         if txn is None:
             return None
-        T = ovs.db.idl.Transaction
+        self._precommit_seqno = self.idl.change_seqno
         status: str = txn.commit()
-        if status == T.INCOMPLETE:
+        if status == ovs.db.idl.Transaction.INCOMPLETE:
             self.committing = txn
         else:
-            self._finish_commit(status)
-            if self.commit_failed and status != T.TRY_AGAIN:
-                log.warn_rl(_rl_txn, f"{self.name} transaction failed: {status} {txn.get_error()}")
+            self._finish_commit(txn, status)
         return status
 
     def wait(self, poller: ovs.poller.Poller) -> None:
         self.idl.wait(poller)
         if self.committing is not None:
             self.committing.wait(poller)
+        self.backoff.wait(poller, time.monotonic())
 
     def clear_tracked(self) -> None:
         self.tracker.clear()

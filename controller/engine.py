@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Mapping, Protocol
 
 import structlog
 
@@ -69,19 +69,35 @@ class Stats:
         self.abort = 0
 
 
+class EngineNode(Protocol):
+    """What every computed node implements (the engine's node interface).
+
+    ``data`` is the node's data (what its dependants read); ``run`` recomputes
+    it from scratch and returns True when it changed; ``handlers`` maps the
+    handler keys named in the graph (``controller/engine_graph.py``) to
+    change handlers ``(node, input_node) -> Handled``; ``clear_tracked``
+    forgets the changes tracked in the last iteration.
+    """
+
+    data: Any
+
+    def run(self, node: "Node") -> bool: ...
+
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]: ...
+
+    def clear_tracked(self) -> None: ...
+
+
 class Node:
     """One engine node: data + run + inputs with change handlers."""
 
     def __init__(self, name: str, run: RunFn | None = None, data: Any = None,
-                 clear_tracked: Callable[[Any], None] | None = None,
-                 is_valid: Callable[["Node"], bool] | None = None,
-                 sb_write: bool = False) -> None:
+                 clear_tracked: Callable[[], None] | None = None) -> None:
         self.name = name
         self._run = run
         self.data = data
         self._clear_tracked = clear_tracked
-        self._is_valid = is_valid
-        self.sb_write = sb_write
         self.inputs: list[tuple[Node, HandlerFn | None]] = []
         self.state = State.STALE
         self.stats = Stats()
@@ -106,15 +122,12 @@ class Node:
         return self.state is State.UPDATED
 
     def is_valid(self) -> bool:
-        if self.state is State.UPDATED or self.state is State.UNCHANGED:
-            return True
-        if self._is_valid is not None:
-            return self._is_valid(self)
-        return False
+        """Computed in this iteration (not stale, not aborted)."""
+        return self.state is State.UPDATED or self.state is State.UNCHANGED
 
     def clear_tracked(self) -> None:
         if self._clear_tracked is not None:
-            self._clear_tracked(self.data)
+            self._clear_tracked()
 
     def run_fn(self) -> bool:
         if self._run is None:
@@ -166,8 +179,10 @@ class Engine:
             n.clear_tracked()
 
     def need_run(self) -> bool:
-        """Run only the leaves; True when any of them changed."""
-        any_updated = False
+        """Run only the leaves (input nodes); True when any of them changed.
+
+        The main loop asks this after a skipped run (recompute still not
+        allowed) to decide whether to wake at once or sleep until an event."""
         for n in self.nodes:
             if not n.inputs:
                 changed = n.run_fn()
@@ -175,7 +190,7 @@ class Engine:
                 n.state = State.UPDATED if changed else State.UNCHANGED
                 if changed:
                     return True
-        return any_updated
+        return False
 
     def run(self, recompute_allowed: bool = True) -> bool:
         """Process all nodes; returns False when the run aborted."""
@@ -286,6 +301,3 @@ class Engine:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
-
-def chain_nodes(nodes: Iterable[Node]) -> list[str]:
-    return [n.name for n in nodes]

@@ -2,26 +2,33 @@
 
 Design note
 -----------
-:data:`GRAPH` lists every computed node with its inputs in 23.03 order; an
-input's second element names the change handler (a method of the node
-implementation) or is ``None`` ("any change recomputes this node") or
-``"noop"`` (the change is covered by another input: documented per edge).
-Leaf nodes are OVSDB tables (``OVS_<table>``/``SB_<table>``, UPDATED when a
-*tracked* column changed, see :data:`OVS_TRACKED_COLUMNS`) plus a few state
-leaves (``ofctrl_is_connected``, ``sb_ro``, ``postponed_ports``).
+:data:`GRAPH` lists every node that is not an OVSDB table, with its inputs
+in 23.03 order (handlers run in that order).  An input's second element is
+the key of the change handler in the node implementation's ``handlers``, or
+``None`` (any change of that input recomputes the node: a declared
+recompute edge), or :data:`NOOP` (the change is covered by another input;
+documented per edge).  OVSDB table leaves (``OVS_<table>``/``SB_<table>``,
+UPDATED when a *tracked* column changed, see :data:`OVS_TRACKED_COLUMNS`)
+are built here; every other node is implemented by an object following
+``controller.engine.EngineNode`` (``data``, ``run``, ``handlers``,
+``clear_tracked``): the state leaves and agent nodes of
+``controller.engine_nodes``, ``lflow_output`` (``controller.lflow_output``),
+``pflow_output`` (``controller.pflow_output``) and the root ``flow_output``
+(here).
 
-``lflow_output`` and ``pflow_output`` are declared here with their full
-23.03 input lists but are only instantiated when a provider is passed to
-:func:`build_engine` (see :class:`FlowOutputProvider`); until then they are
-absent, and the root ``flow_output`` takes the agent nodes directly.
+:func:`build_engine` checks the graph against the implementations and raises
+:class:`GraphError` for an input that is no node, a handler key the
+implementation does not have, a node without implementation or an
+implementation of no node, an input declared after its user, or an SB/OVS
+table the trackers do not follow: nothing is silently dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from dataclasses import dataclass
+from typing import Any, Mapping
 
-from controller.engine import Engine, Handled, HandlerFn, Node, noop_handler
+from controller.engine import Engine, EngineNode, Handled, HandlerFn, Node, noop_handler
 from controller.tracking import ChangeTracker, TableChanges
 
 OVS_TABLE_NODES = {"OVS_open_vswitch": "Open_vSwitch", "OVS_bridge": "Bridge",
@@ -51,37 +58,40 @@ OVS_TRACKED_COLUMNS: dict[str, frozenset[str] | None] = {
 }
 STATE_LEAVES = ("ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve")
 
+NOOP = "noop"
 Edge = tuple[str, str | None]
 
-# node -> inputs (order matters: handlers run in this order).
+# node -> inputs (order matters: handlers run in this order; an input is
+# declared before its users).
 GRAPH: dict[str, list[Edge]] = {
-    "if_status_mgr": [("OVS_interface", "if_status_mgr_ovs_interface_handler")],
+    **{leaf: [] for leaf in STATE_LEAVES},
+    "if_status_mgr": [("OVS_interface", "ovs_interface")],
     "runtime_data": [
         ("ofctrl_is_connected", None), ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("SB_chassis", None),
-        ("SB_datapath_binding", "runtime_data_sb_datapath_binding_handler"),
-        ("SB_port_binding", "runtime_data_sb_port_binding_handler"),
-        ("postponed_ports", "runtime_data_postponed_ports_handler"),
+        ("SB_datapath_binding", "sb_datapath_binding"),
+        ("SB_port_binding", "sb_port_binding"),
+        ("postponed_ports", "postponed_ports"),
         # sb_ro after port bindings: re-tries claims once SB is writable.
-        ("sb_ro", "runtime_data_sb_ro_handler"),
+        ("sb_ro", "sb_ro"),
         # Port changes always come with the Interface changes handled below.
-        ("OVS_port", "noop"),
-        ("OVS_interface", "runtime_data_ovs_interface_handler"),
+        ("OVS_port", NOOP),
+        ("OVS_interface", "ovs_interface"),
     ],
     "ct_zones": [
         ("OVS_open_vswitch", None), ("OVS_bridge", None),
-        ("SB_datapath_binding", "ct_zones_datapath_binding_handler"),
-        ("runtime_data", "ct_zones_runtime_data_handler"),
+        ("SB_datapath_binding", "sb_datapath_binding"),
+        ("runtime_data", "runtime_data"),
     ],
-    # Declared for the flow providers (23.03 inputs); instantiated only with one.
     "lflow_output": [
         ("runtime_data", "runtime_data"), ("SB_multicast_group", "multicast_group"),
-        ("SB_chassis", None), ("SB_port_binding", "port_binding"),
+        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
+        ("SB_chassis", "chassis"), ("SB_port_binding", "port_binding"),
         ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("OVS_flow_sample_collector_set", None),
         ("SB_logical_flow", "logical_flow"),
         # DP groups change only together with the logical flows using them.
-        ("SB_logical_dp_group", "noop"),
+        ("SB_logical_dp_group", NOOP),
         ("SB_dns", None), ("SB_address_set", "address_set"), ("SB_port_group", "port_group"),
         ("SB_sb_global", "sb_global"), ("SB_dhcp_options", None), ("SB_dhcpv6_options", None),
         ("SB_chassis_template_var", None), ("SB_meter", None),
@@ -89,11 +99,12 @@ GRAPH: dict[str, list[Edge]] = {
         # physical/ in this code base, so those tables feed pflow_output.
     ],
     "pflow_output": [
+        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
         ("ct_zones", "ct_zones"), ("SB_chassis", "chassis"),
         ("if_status_mgr", "if_status_mgr"), ("SB_port_binding", "port_binding"),
         ("SB_multicast_group", "multicast_group"),
         # Datapath changes that matter come through runtime_data.
-        ("SB_datapath_binding", "noop"),
+        ("SB_datapath_binding", NOOP),
         ("runtime_data", "runtime_data"), ("SB_encap", None), ("OVS_open_vswitch", None),
         ("OVS_bridge", None), ("OVS_interface", "ovs_interface"),
         ("OVS_flow_sample_collector_set", "flow_sample_collector_set"),
@@ -105,27 +116,15 @@ GRAPH: dict[str, list[Edge]] = {
         ("SB_fdb", "fdb"), ("SB_load_balancer", "load_balancer"),
         ("SB_chassis_template_var", None),
     ],
+    # The root: ofctrl takes both desired tables once they are computed.
+    "flow_output": [("lflow_output", "lflow_output"), ("pflow_output", "pflow_output")],
 }
 FLOW_OUTPUT_NODES = ("lflow_output", "pflow_output")
 ROOT = "flow_output"
-# Root inputs while the flow providers are absent.
-ROOT_FALLBACK_INPUTS = ("runtime_data", "ct_zones", "if_status_mgr")
 
 
-class FlowOutputProvider(Protocol):
-    """What lflow_output / pflow_output providers implement.
-
-    ``run(node) -> bool`` recomputes everything; ``handlers`` maps the handler
-    keys of :data:`GRAPH` to ``(node, input_node) -> Handled``; ``data`` must
-    expose ``flow_table`` (an ``ofctrl.desired.DesiredFlowTable``).
-    """
-
-    data: Any
-
-    def run(self, node: Node) -> bool: ...
-
-    @property
-    def handlers(self) -> Mapping[str, HandlerFn]: ...
+class GraphError(ValueError):
+    """The declared graph and the node implementations disagree."""
 
 
 class TableNode(Node):
@@ -152,64 +151,79 @@ class TableNode(Node):
         return any(not tr.old or cols.intersection(tr.old) for tr in tc.updated.values())
 
 
-@dataclass
-class GraphParts:
-    impl: Any                                  # object with run_<node> / handler methods
-    ovs_tracker: ChangeTracker
-    sb_tracker: ChangeTracker
-    state_runs: dict[str, Callable[[Node], bool]]
-    node_data: dict[str, Any] = field(default_factory=dict)
-    providers: dict[str, FlowOutputProvider] = field(default_factory=dict)
+class FlowOutputNode:
+    """The root ``flow_output``: both flow tables computed means done."""
 
+    data: Any = None
 
-def _handler(impl: Any, name: str | None, provider: FlowOutputProvider | None) -> HandlerFn | None:
-    if name is None:
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"lflow_output": _mark_updated, "pflow_output": _mark_updated}
+
+    def run(self, node: Node) -> bool:
+        return True
+
+    def clear_tracked(self) -> None:
         return None
-    if name == "noop":
-        return noop_handler
-    if provider is not None:
-        h = provider.handlers.get(name)
-        if h is None:
-            return None          # provider cannot handle it: recompute
-        return h
-    fn: HandlerFn = getattr(impl, name)
-    return fn
-
-
-def build_engine(parts: GraphParts) -> Engine:
-    nodes: dict[str, Node] = {}
-    for name, table in OVS_TABLE_NODES.items():
-        nodes[name] = TableNode(name, parts.ovs_tracker, table, OVS_TRACKED_COLUMNS.get(table))
-    for name, table in SB_TABLE_NODES.items():
-        if table in parts.sb_tracker.tables:
-            nodes[name] = TableNode(name, parts.sb_tracker, table, None)
-    for name in STATE_LEAVES:
-        nodes[name] = Node(name, parts.state_runs[name])
-    for name, edges in GRAPH.items():
-        provider = parts.providers.get(name)
-        if name in FLOW_OUTPUT_NODES:
-            if provider is None:
-                continue
-            node = Node(name, provider.run, data=provider.data)
-        else:
-            node = Node(name, getattr(parts.impl, f"run_{name}"),
-                        data=parts.node_data.get(name),
-                        clear_tracked=getattr(parts.impl, f"clear_{name}", None))
-        nodes[name] = node
-    for name, edges in GRAPH.items():
-        target = nodes.get(name)
-        if target is None:
-            continue
-        provider = parts.providers.get(name)
-        for inp, hname in edges:
-            if inp in nodes:
-                target.add_input(nodes[inp], _handler(parts.impl, hname, provider))
-    root = Node(ROOT, lambda n: True)
-    present = [n for n in FLOW_OUTPUT_NODES if n in nodes]
-    for name in present or list(ROOT_FALLBACK_INPUTS):
-        root.add_input(nodes[name], _mark_updated)
-    return Engine(root)
 
 
 def _mark_updated(node: Node, inp: Node) -> Handled:
     return Handled.UPDATED
+
+
+@dataclass
+class GraphParts:
+    ovs_tracker: ChangeTracker
+    sb_tracker: ChangeTracker
+    nodes: Mapping[str, EngineNode]     # every GRAPH node but the root
+
+
+def _table_nodes(parts: GraphParts) -> dict[str, Node]:
+    nodes: dict[str, Node] = {}
+    for name, table in OVS_TABLE_NODES.items():
+        if table not in parts.ovs_tracker.tables:
+            raise GraphError(f"{name}: table {table} is not tracked")
+        nodes[name] = TableNode(name, parts.ovs_tracker, table, OVS_TRACKED_COLUMNS.get(table))
+    for name, table in SB_TABLE_NODES.items():
+        if table not in parts.sb_tracker.tables:
+            raise GraphError(f"{name}: table {table} is not tracked")
+        nodes[name] = TableNode(name, parts.sb_tracker, table, None)
+    return nodes
+
+
+def _handler(node: str, inp: str, key: str | None, impl: EngineNode) -> HandlerFn | None:
+    if key is None:
+        return None
+    if key == NOOP:
+        return noop_handler
+    handler = impl.handlers.get(key)
+    if handler is None:
+        raise GraphError(f"{node}: no handler {key!r} for input {inp}")
+    return handler
+
+
+def build_engine(parts: GraphParts, graph: Mapping[str, list[Edge]] | None = None) -> Engine:
+    """The engine of `graph` (default :data:`GRAPH`), checked; see the design note."""
+    graph = GRAPH if graph is None else graph
+    impls: dict[str, EngineNode] = {ROOT: FlowOutputNode(), **parts.nodes}
+    missing = [n for n in graph if n not in impls]
+    unknown = [n for n in impls if n not in graph]
+    if missing or unknown:
+        raise GraphError(f"nodes without implementation: {missing}; "
+                         f"implementations of no node: {unknown}")
+    nodes = _table_nodes(parts)
+    for name, edges in graph.items():
+        if name in nodes:
+            raise GraphError(f"{name} is a table node")
+        impl = impls[name]
+        node = Node(name, impl.run, data=impl.data, clear_tracked=impl.clear_tracked)
+        for inp, key in edges:
+            source = nodes.get(inp)
+            if source is None:
+                where = "declared after it" if inp in graph else "no such node"
+                raise GraphError(f"{name}: input {inp}: {where}")
+            node.add_input(source, _handler(name, inp, key, impl))
+        nodes[name] = node
+    if ROOT not in nodes:
+        raise GraphError(f"no root node {ROOT}")
+    return Engine(nodes[ROOT])

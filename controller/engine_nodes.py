@@ -2,18 +2,20 @@
 
 Design note
 -----------
-:class:`AgentNodes` implements the nodes declared in
-``controller/engine_graph.py`` (``run_<node>`` and the named handlers).  It
-reads the per-iteration inputs from an :class:`AgentState` that the daemon
-refreshes before every engine run (rows read from the IDLs, transaction
-availability, ...); node data (runtime data, ct zones, the if-status
-manager) lives in the state and persists across iterations.
+:func:`agent_nodes` gives the implementations (``controller.engine.EngineNode``:
+``data``, ``run``, ``handlers``, ``clear_tracked``) of the agent's own nodes
+declared in ``controller/engine_graph.py``: the state leaves and
+``if_status_mgr``, ``runtime_data``, ``ct_zones``.  They read the
+per-iteration inputs from an :class:`AgentState` that the daemon refreshes
+before every engine run (rows read from the IDLs, transaction availability,
+...); node data (runtime data, ct zones, the if-status manager) lives in the
+state and persists across iterations.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from controller.bfd import active_tunnels
 from controller.binding import BindingCtx, Binder, RuntimeData, binding_run
@@ -21,7 +23,8 @@ from controller.binding_incremental import (handle_ovs_interface_changes,
                                             handle_port_binding_changes, retry_postponed)
 from controller.coverage import COVERAGE
 from controller.ct_zones import CtZones, requested_snat_zone, snat_key
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled, Node
+from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, EngineNode,
+                               Handled, HandlerFn, Node)
 from controller.if_status import IfState, IfStatusMgr
 from controller.indexes import SbIndexes
 from controller.local_data import TrackedType
@@ -93,20 +96,44 @@ def _changes(inp: Node) -> TableChanges:
     return data
 
 
-class AgentNodes:
+class StateLeaf:
+    """A leaf node over one piece of agent state (no inputs, no handlers)."""
+
+    handlers: Mapping[str, HandlerFn] = {}
+
+    def __init__(self, run: Callable[[Node], bool]) -> None:
+        self._run = run
+        self.data: Any = None
+
+    def run(self, node: Node) -> bool:
+        changed = self._run(node)
+        self.data = node.data
+        return changed
+
+    def clear_tracked(self) -> None:
+        return None
+
+
+class IfStatusMgrNode:
+    """``if_status_mgr``: interface MTUs of the claimed VIFs."""
+
     def __init__(self, st: AgentState) -> None:
         self.st = st
+        self.data: Any = st.if_mgr
 
-    # ------------------------------------------------------ if_status_mgr
-    def run_if_status_mgr(self, node: Node) -> bool:
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"ovs_interface": self._ovs_interface}
+
+    def run(self, node: Node) -> bool:
         node.data = self.st.if_mgr
         self.st.if_mgr.mtu_changed = None
         return True
 
-    def clear_if_status_mgr(self, data: Any) -> None:
+    def clear_tracked(self) -> None:
         self.st.if_mgr.mtu_changed = set()
 
-    def if_status_mgr_ovs_interface_handler(self, node: Node, inp: Node) -> Handled:
+    def _ovs_interface(self, node: Node, inp: Node) -> Handled:
         mgr = self.st.if_mgr
         updated = False
         for tr in _changes(inp).new_or_updated():
@@ -123,17 +150,32 @@ class AgentNodes:
                 updated = True
         return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
 
-    # ------------------------------------------------------ runtime_data
-    def clear_runtime_data(self, data: Any) -> None:
+
+class RuntimeDataNode:
+    """``runtime_data``: bindings, local datapaths, related ports (binding.c)."""
+
+    def __init__(self, st: AgentState) -> None:
+        self.st = st
+        self.data: Any = st.rt
+
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"sb_datapath_binding": self._sb_datapath_binding,
+                "sb_port_binding": self._sb_port_binding,
+                "postponed_ports": self._postponed_ports,
+                "sb_ro": self._sb_ro,
+                "ovs_interface": self._ovs_interface}
+
+    def clear_tracked(self) -> None:
         self.st.rt.clear_tracked()
 
-    def run_runtime_data(self, node: Node) -> bool:
+    def run(self, node: Node) -> bool:
         COVERAGE.inc("binding_recompute")
         binding_run(self.st.binding_ctx(with_tunnels=True), self.st.rt)
         node.data = self.st.rt
         return True
 
-    def _rt_result(self, ok: bool) -> Handled:
+    def _result(self, ok: bool) -> Handled:
         if not ok:
             return UNHANDLED
         rt = self.st.rt
@@ -141,21 +183,21 @@ class AgentNodes:
             return HANDLED_UPDATED
         return HANDLED_UNCHANGED
 
-    def runtime_data_sb_datapath_binding_handler(self, node: Node, inp: Node) -> Handled:
+    def _sb_datapath_binding(self, node: Node, inp: Node) -> Handled:
         rt = self.st.rt
         for u in _changes(inp).deleted:
             if u in rt.local_datapaths:
                 return UNHANDLED
         return HANDLED_UNCHANGED
 
-    def runtime_data_sb_port_binding_handler(self, node: Node, inp: Node) -> Handled:
-        return self._rt_result(handle_port_binding_changes(self.st.binding_ctx(), self.st.rt,
-                                                           _changes(inp)))
+    def _sb_port_binding(self, node: Node, inp: Node) -> Handled:
+        return self._result(handle_port_binding_changes(self.st.binding_ctx(), self.st.rt,
+                                                        _changes(inp)))
 
-    def runtime_data_postponed_ports_handler(self, node: Node, inp: Node) -> Handled:
-        return self._rt_result(retry_postponed(self.st.binding_ctx(), self.st.rt))
+    def _postponed_ports(self, node: Node, inp: Node) -> Handled:
+        return self._result(retry_postponed(self.st.binding_ctx(), self.st.rt))
 
-    def runtime_data_sb_ro_handler(self, node: Node, inp: Node) -> Handled:
+    def _sb_ro(self, node: Node, inp: Node) -> Handled:
         """SB became writable: write the claims that had to wait."""
         view = self.st.binding_view()
         mgr = self.st.if_mgr
@@ -165,15 +207,27 @@ class AgentNodes:
                 view.set_pb_chassis(iface_id, self.st.chassis, True, i.additional)
         return HANDLED_UNCHANGED
 
-    def runtime_data_ovs_interface_handler(self, node: Node, inp: Node) -> Handled:
-        return self._rt_result(handle_ovs_interface_changes(self.st.binding_ctx(), self.st.rt,
-                                                            _changes(inp)))
+    def _ovs_interface(self, node: Node, inp: Node) -> Handled:
+        return self._result(handle_ovs_interface_changes(self.st.binding_ctx(), self.st.rt,
+                                                         _changes(inp)))
 
-    # ------------------------------------------------------ ct_zones
-    def clear_ct_zones(self, data: Any) -> None:
+
+class CtZonesNode:
+    """``ct_zones``: conntrack zone of every local port and datapath."""
+
+    def __init__(self, st: AgentState) -> None:
+        self.st = st
+        self.data: Any = st.ct
+
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"sb_datapath_binding": self._sb_datapath_binding,
+                "runtime_data": self._runtime_data}
+
+    def clear_tracked(self) -> None:
         self.st.ct.recomputed = False
 
-    def run_ct_zones(self, node: Node) -> bool:
+    def run(self, node: Node) -> bool:
         st = self.st
         ext = st.br_int.external_ids if st.br_int is not None else None
         st.ct.recompute(st.rt.local_lports,
@@ -182,7 +236,7 @@ class AgentNodes:
         node.data = st.ct
         return True
 
-    def ct_zones_datapath_binding_handler(self, node: Node, inp: Node) -> Handled:
+    def _sb_datapath_binding(self, node: Node, inp: Node) -> Handled:
         st = self.st
         tc = _changes(inp)
         for tr in tc.all():
@@ -198,7 +252,7 @@ class AgentNodes:
                 return UNHANDLED
         return HANDLED_UNCHANGED
 
-    def ct_zones_runtime_data_handler(self, node: Node, inp: Node) -> Handled:
+    def _runtime_data(self, node: Node, inp: Node) -> Handled:
         rt = self.st.rt
         if not rt.tracked:
             return UNHANDLED
@@ -224,6 +278,29 @@ class AgentNodes:
                 return UNHANDLED
             updated = res or updated
         return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
+
+
+def sb_chassis_handler(node: Node, inp: Node) -> Handled:
+    """Chassis input of both flow outputs: a chassis that appears or goes
+    away recomputes; updates of existing rows need nothing here (what the
+    flows read of them comes through runtime_data, which recomputes on any
+    Chassis change)."""
+    tc = _changes(inp)
+    return UNHANDLED if tc.created or tc.deleted else HANDLED_UNCHANGED
+
+
+def agent_nodes(st: AgentState) -> dict[str, EngineNode]:
+    """The agent's own nodes of the graph: state leaves and computed nodes
+    (the flow output nodes live in ``lflow_output``/``pflow_output``)."""
+    return {
+        "ofctrl_is_connected": StateLeaf(st.run_ofctrl_is_connected),
+        "sb_ro": StateLeaf(st.run_sb_ro),
+        "postponed_ports": StateLeaf(st.run_postponed_ports),
+        "mff_ovn_geneve": StateLeaf(st.run_mff_ovn_geneve),
+        "if_status_mgr": IfStatusMgrNode(st),
+        "runtime_data": RuntimeDataNode(st),
+        "ct_zones": CtZonesNode(st),
+    }
 
 
 def now_ms() -> int:

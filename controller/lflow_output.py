@@ -2,10 +2,10 @@
 
 Design note
 -----------
-:class:`LflowOutput` implements :class:`controller.engine_graph.FlowOutputProvider`
-on top of ``controller.lflow.compile.LflowCompiler``.  Its data owns the
-desired logical-flow table (``flow_table``); every flow is owned by its
-lflow UUID.  :func:`compile_context` builds the compiler's inputs from the SB
+:class:`LflowOutput` implements the ``lflow_output`` node
+(``controller.engine.EngineNode``) on top of
+``controller.lflow.compile.LflowCompiler``.  Its data owns the desired
+logical-flow table (``flow_table``); every flow is owned by its lflow UUID.  :func:`compile_context` builds the compiler's inputs from the SB
 IDL and the runtime data (port keys, multicast groups, address sets, port
 groups filtered to related ports, chassis residency, tunnels, local
 datapaths), once per engine run.
@@ -15,8 +15,8 @@ compiled lflow reports the resources it used (``LflowRefs``); a change of a
 port binding, multicast group, address set or port group re-processes only
 the lflows that referenced it; changed Logical_Flow rows are removed and
 re-processed; a datapath that became local gets all its lflows.  Anything
-else (chassis, DNS/DHCP tables, template variables, SB_Global options)
-recomputes the node.  Flows of the neighbour/FDB/LB-hairpin tables come from
+else (a chassis appearing or going away, DNS/DHCP tables, template
+variables, SB_Global options) recomputes the node.  Flows of the neighbour/FDB/LB-hairpin tables come from
 ``physical/`` (pflow_output), so those tables are not inputs here.
 """
 
@@ -30,7 +30,7 @@ import structlog
 from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
-from controller.engine_nodes import AgentState
+from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.vlog import RateLimiter
 from controller.local_data import TrackedType, opt_first
 from controller.lflow.actions import OvsFeatures
@@ -373,9 +373,13 @@ class LflowOutput:
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
         return {"logical_flow": self._logical_flow, "runtime_data": self._runtime_data,
+                "chassis": sb_chassis_handler,
                 "port_binding": self._port_binding, "multicast_group": self._multicast_group,
                 "address_set": self._address_set, "port_group": self._port_group,
                 "sb_global": self._sb_global}
+
+    def clear_tracked(self) -> None:
+        return None
 
     # -- helpers -------------------------------------------------------
     def _compiler(self) -> LflowCompiler:

@@ -2,13 +2,16 @@
 
 Design note
 -----------
-:class:`PflowOutput` implements :class:`controller.engine_graph.FlowOutputProvider`.
-Its data owns the desired physical flow table (``flow_table``) handed to
-ofctrl.  :func:`physical_context` translates the agent's runtime data (local
-datapaths, VIF ofports, tunnel ports on br-int, ct zones, negotiated Geneve
-option) into ``physical.PhysicalContext``.  The first version recomputes the
-whole table whenever an input changes (no incremental handlers yet, so the
-engine falls back to ``run``); ofctrl only sends the difference.
+:class:`PflowOutput` implements the ``pflow_output`` node
+(``controller.engine.EngineNode``).  Its data owns the desired physical flow
+table (``flow_table``) handed to ofctrl; every flow is owned by the SB row
+it was built from (port binding, multicast group, MAC binding, ...) or by
+nobody (generic flows).  :func:`physical_context` translates the agent's
+runtime data (local datapaths, VIF ofports, tunnel ports on br-int, ct
+zones, negotiated Geneve option) into ``physical.PhysicalContext``, once per
+engine run.  ``run`` rebuilds the whole table; the handlers rebuild only the
+flows of the rows that changed and give up (recompute) on changes of
+generic flows; ofctrl only sends the difference.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from controller.coverage import COVERAGE
 from controller.encaps import has_map_key
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
-from controller.engine_nodes import AgentState
+from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.local_data import TrackedType, opt_first
 from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
@@ -206,6 +209,7 @@ class PflowOutput:
     def handlers(self) -> Mapping[str, HandlerFn]:
         return {
             "ct_zones": self._ct_zones,
+            "chassis": sb_chassis_handler,
             "if_status_mgr": self._if_status_mgr,
             "runtime_data": self._runtime_data,
             "port_binding": self._port_binding,
@@ -218,6 +222,9 @@ class PflowOutput:
             "flow_sample_collector_set": lambda node, inp: HANDLED_UNCHANGED,
             "ovs_interface": self._ovs_interface,
         }
+
+    def clear_tracked(self) -> None:
+        return None
 
     def _ctx(self) -> physical.PhysicalContext:
         """The physical context, built once per engine run (all inputs of this

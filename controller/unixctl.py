@@ -46,6 +46,7 @@ class Agent(Protocol):
     def conj_ids_dump(self) -> str: ...
     def extend_table_list(self, which: str) -> str: ...
     def sb_cluster_state_reset(self) -> None: ...
+    def inject_pkt(self, microflow: str) -> str | None: ...
 
 
 def version_reply() -> str:
@@ -181,6 +182,13 @@ def _vlog_close(agent: Agent) -> str:
     return ""
 
 
+def _inject_pkt(agent: Agent, microflow: str) -> str:
+    error = agent.inject_pkt(microflow)
+    if error is not None:
+        raise CommandError(error)
+    return ""
+
+
 def _list_commands(agent: Agent) -> str:
     out = ["The available commands are:"]
     for name in sorted(ovs.unixctl.commands):
@@ -243,6 +251,7 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "vlog/close": ("", 0, 0, _vlog_close),
     "list-commands": ("", 0, 0, _list_commands),
     "sb-cluster-state-reset": ("", 0, 0, lambda a: a.sb_cluster_state_reset() or ""),
+    "inject-pkt": ("MICROFLOW", 1, 1, _inject_pkt),
 }
 
 

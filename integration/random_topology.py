@@ -204,16 +204,23 @@ def plan_topology(seed: int) -> TopologyPlan:
         _nb(plan, "acl-add", pg, "to-lport", "1003",
             f"outport == @{pg} && ip4.src == {{{', '.join(srcs)}}} && "
             f"tcp.dst == {{{', '.join(map(str, ports))}}}", "allow-related")
+        # The default-deny ACL of the group: a drop or a reject, usually logged
+        # and metered. With the stateful ACLs above, northd writes it as
+        # "log(...); ct_commit { ... }; ..." (23.03.1 drops that ct_commit).
+        verdict = rng.choice(("drop", "reject"))
         if meters and rng.random() < 0.7:
             _nb(plan, "--log", f"--meter={rng.choice(meters)}", "--severity=info",
-                f"--name=drop-{pg}", "acl-add", pg, "to-lport", str(900 + 10 * g),
-                f"outport == @{pg} && ip", "drop")
+                f"--name={verdict}-{pg}", "acl-add", pg, "to-lport", str(900 + 10 * g),
+                f"outport == @{pg} && ip", verdict)
         else:
             _nb(plan, "acl-add", pg, "to-lport", str(900 + 10 * g), f"outport == @{pg} && ip",
-                "drop")
+                verdict)
     ls, _, _ = rng.choice(switches)
-    _nb(plan, "acl-add", ls, "to-lport", "1010", f"ip4.src == ${rng.choice(address_sets)}",
-        rng.choice(("reject", "drop")))
+    verdict = rng.choice(("reject", "drop"))
+    log_args = ["--log", f"--meter={rng.choice(meters)}", "--severity=warning",
+                f"--name={verdict}-{ls}"] if meters and rng.random() < 0.5 else []
+    _nb(plan, *log_args, "acl-add", ls, "to-lport", "1010",
+        f"ip4.src == ${rng.choice(address_sets)}", verdict)
     return plan
 
 

@@ -183,6 +183,7 @@ def test_random_plans_reproducible_and_cover_the_features() -> None:
     assert any(v.where.startswith("remote:") for p in plans for v in p.vifs)
     for needle in ("lrp-set-gateway-chassis", " snat ", " dnat ", "dnat_and_snat", "ls-lb-add",
                    "lr-lb-add", "dhcpv4_options=", "@pg", "$as", "--meter=", "reject",
+                   "--name=reject-", "--name=drop-",
                    "tag_request=", "lsp-set-port-security"):
         assert any(needle in t for t in text), needle
 
@@ -204,3 +205,32 @@ def test_last_local_vif_of_a_datapath_unbound(snapshots: SnapshotCache) -> None:
                               after_settle=lambda box: box.unbind_vif("vif2"))
     print(result.report())
     assert result.ok, result.report()
+
+
+def _logged_reject_topology(box: Sandbox) -> None:
+    """Issue 10 point 7: a logged, metered reject (and drop) ACL on a port
+    group of a switch with allow-related ACLs; northd writes the reg0[10]
+    flows as ``log(...); ct_commit { ... }; ...``, whose ct_commit 23.03.1
+    does not install."""
+    box.nbctl("--no-wait", "--", "ls-add", "ls0",
+              "--", "lsp-add", "ls0", "p1", "--", "lsp-set-addresses", "p1",
+              "0a:00:00:00:00:01 10.0.0.11",
+              "--", "lsp-add", "ls0", "p2", "--", "lsp-set-addresses", "p2",
+              "0a:00:00:00:00:02 10.0.0.12",
+              "--", "pg-add", "pg0", "p1", "--", "pg-add", "pg1", "p2",
+              "--", "meter-add", "mt0", "drop", "10", "pktps",
+              "--", "acl-add", "pg0", "from-lport", "1001", "inport == @pg0 && ip4",
+              "allow-related",
+              "--", "--log", "--meter=mt0", "--severity=info", "--name=rej-pg0", "acl-add",
+              "pg0", "to-lport", "900", "outport == @pg0 && ip", "reject",
+              "--", "--log", "--severity=alert", "--name=drop-pg1", "acl-add",
+              "pg1", "to-lport", "900", "outport == @pg1 && ip", "drop")
+    box.bind_vif("vif1", "p1")
+    box.bind_vif("vif2", "p2")
+
+
+def test_logged_reject_acl_with_stateful_acls(snapshots: SnapshotCache) -> None:
+    result = run_differential(snapshots.get("logged-reject", _logged_reject_topology))
+    assert any("verdict=reject" in o and "ct_commit" in o
+               for origins in result.theirs.origins.values() for o in origins)
+    _check(result)

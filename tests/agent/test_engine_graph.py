@@ -1,107 +1,163 @@
+from controller.db import SB_TABLES
 from controller.engine import HANDLED_UPDATED, State
-from controller.engine_graph import GRAPH, GraphParts, TableNode, build_engine
-from controller.tracking import ROW_UPDATE, ChangeTracker
+from controller.engine_graph import (GRAPH, NOOP, ROOT, GraphError, GraphParts, TableNode,
+                                     build_engine)
+from controller.tracking import ROW_CREATE, ROW_UPDATE, ChangeTracker
 from tests.agent.fakes import FakeRow
+
+import pytest
+
+OVS_TABLES = ["Open_vSwitch", "Bridge", "Port", "Interface", "Flow_Sample_Collector_Set"]
 
 
 class Impl:
-    """Minimal node implementation recording calls."""
+    """A node implementation recording its runs and handler calls; it has a
+    handler for every key the graph names for it."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, name, calls, keys, leaf=False):
+        self.name = name
+        self.leaf = leaf
+        self.calls = calls
+        self.data = None
+        self.handlers = {k: self._handler(k) for k in keys}
 
-    def __getattr__(self, name):
-        if name.startswith("run_"):
-            def run(node, _n=name):
-                self.calls.append(_n)
-                return True
-            return run
-        if name.startswith("clear_"):
-            raise AttributeError(name)
-
-        def handler(node, inp, _n=name):
-            self.calls.append(_n)
+    def _handler(self, key):
+        def handler(node, inp):
+            self.calls.append(f"{self.name}.{key}")
             return HANDLED_UPDATED
         return handler
 
+    def run(self, node):
+        if self.leaf:
+            return False          # state leaves: unchanged
+        self.calls.append(f"run {self.name}")
+        return True
 
-def parts(providers=None):
-    ovs = ChangeTracker(["Open_vSwitch", "Bridge", "Port", "Interface",
-                         "Flow_Sample_Collector_Set"])
-    sb = ChangeTracker(["Port_Binding", "Chassis", "Datapath_Binding", "Encap", "SB_Global",
-                        "Multicast_Group", "HA_Chassis_Group", "MAC_Binding", "FDB",
-                        "Static_MAC_Binding", "Load_Balancer", "Chassis_Template_Var"])
-    leaves = {n: (lambda node: False) for n in ("ofctrl_is_connected", "sb_ro",
-                                                "postponed_ports", "mff_ovn_geneve")}
-    impl = Impl()
-    return impl, ovs, sb, GraphParts(impl, ovs, sb, leaves, providers=providers or {})
+    def clear_tracked(self):
+        pass
 
 
-def test_graph_without_flow_providers_has_no_output_nodes():
-    impl, ovs, sb, p = parts()
+def impls(calls, graph=GRAPH):
+    return {name: Impl(name, calls, [k for _, k in edges if k not in (None, NOOP)],
+                       leaf=not edges)
+            for name, edges in graph.items() if name != ROOT}
+
+
+def parts(calls=None, nodes=None):
+    ovs = ChangeTracker(OVS_TABLES)
+    sb = ChangeTracker(SB_TABLES)
+    calls = [] if calls is None else calls
+    return ovs, sb, GraphParts(ovs, sb, impls(calls) if nodes is None else nodes)
+
+
+def test_graph_order_and_root():
+    ovs, sb, p = parts()
     eng = build_engine(p)
     names = [n.name for n in eng.nodes]
-    assert "lflow_output" not in names and "pflow_output" not in names
     assert names[-1] == "flow_output"
-    assert names.index("runtime_data") < names.index("ct_zones")
-    root_inputs = [n.name for n, _ in eng.root.inputs]
-    assert root_inputs == ["runtime_data", "ct_zones", "if_status_mgr"]
-    # runtime_data inputs in the declared 23.03 order
-    rt = eng.node("runtime_data")
-    assert [n.name for n, _ in rt.inputs] == [e[0] for e in GRAPH["runtime_data"]]
+    assert names.index("runtime_data") < names.index("ct_zones") < names.index("pflow_output")
+    assert [n.name for n, _ in eng.root.inputs] == ["lflow_output", "pflow_output"]
+    # inputs in the declared 23.03 order
+    for name in ("runtime_data", "lflow_output", "pflow_output"):
+        assert [n.name for n, _ in eng.node(name).inputs] == [e[0] for e in GRAPH[name]]
 
 
 def test_untracked_bridge_columns_do_not_trigger_recompute():
-    impl, ovs, sb, p = parts()
+    calls: list[str] = []
+    ovs, sb, p = parts(calls)
     eng = build_engine(p)
     br = FakeRow(name="br-int")
     ovs.record("Bridge", ROW_UPDATE, br, {"external_ids": None})
     eng.init_run()
     eng.run(True)
     assert eng.node("OVS_bridge").state is State.UNCHANGED
-    assert "run_runtime_data" not in impl.calls
+    assert "run runtime_data" not in calls
     ovs.clear()
     ovs.record("Bridge", ROW_UPDATE, br, {"datapath_type": None})
     eng.init_run()
     eng.run(True)
     assert isinstance(eng.node("OVS_bridge"), TableNode)
     assert eng.node("OVS_bridge").state is State.UPDATED
-    assert "run_runtime_data" in impl.calls and "run_ct_zones" in impl.calls
+    assert "run runtime_data" in calls and "run ct_zones" in calls
 
 
 def test_port_binding_change_goes_through_handlers():
-    impl, ovs, sb, p = parts()
+    calls: list[str] = []
+    ovs, sb, p = parts(calls)
     eng = build_engine(p)
     sb.record("Port_Binding", ROW_UPDATE, FakeRow(logical_port="x"), {"chassis": None})
     eng.init_run()
     eng.run(True)
-    assert impl.calls == ["runtime_data_sb_port_binding_handler",
-                          "ct_zones_runtime_data_handler"]
+    # depth first from the root: lflow_output's inputs, it, then pflow_output's
+    assert calls == ["runtime_data.sb_port_binding",
+                     "lflow_output.runtime_data", "lflow_output.port_binding",
+                     "ct_zones.runtime_data", "pflow_output.ct_zones", "pflow_output.port_binding",
+                     "pflow_output.runtime_data"]
 
 
-class Provider:
-    def __init__(self, handlers=None):
-        self.data = type("D", (), {"flow_table": []})()
-        self.ran = 0
-        self._handlers = handlers or {}
-
-    @property
-    def handlers(self):
-        return self._handlers
-
-    def run(self, node):
-        self.ran += 1
-        return True
-
-
-def test_flow_provider_plugs_in_and_missing_handlers_mean_recompute():
-    prov = Provider()
-    impl, ovs, sb, p = parts({"pflow_output": prov})
+def test_chassis_change_has_a_handler_in_the_flow_outputs():
+    """("SB_chassis", "chassis") used to be dropped silently for pflow_output."""
+    calls: list[str] = []
+    ovs, sb, p = parts(calls)
     eng = build_engine(p)
-    assert [n.name for n, _ in eng.root.inputs] == ["pflow_output"]
-    pf = eng.node("pflow_output")
-    assert [n.name for n, _ in pf.inputs][:3] == ["ct_zones", "SB_chassis", "if_status_mgr"]
-    sb.record("Port_Binding", ROW_UPDATE, FakeRow(logical_port="x"), {"up": None})
+    handlers = {n.name: h for n, h in eng.node("pflow_output").inputs}
+    assert handlers["SB_chassis"] is not None
+    sb.record("Chassis", ROW_CREATE, FakeRow(name="hv9"), None)
     eng.init_run()
     eng.run(True)
-    assert prov.ran == 1 and pf.stats.recompute == 1
+    assert "run runtime_data" in calls       # runtime_data recomputes on any Chassis change
+    assert "pflow_output.chassis" in calls and "lflow_output.chassis" in calls
+
+
+def test_unknown_handler_raises():
+    calls: list[str] = []
+    nodes = impls(calls)
+    del nodes["pflow_output"].handlers["chassis"]
+    with pytest.raises(GraphError, match="pflow_output: no handler 'chassis' for input"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+
+
+def test_unknown_input_node_raises():
+    graph = {**GRAPH, "ct_zones": [*GRAPH["ct_zones"], ("SB_no_such_table", None)]}
+    with pytest.raises(GraphError, match="ct_zones: input SB_no_such_table: no such node"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES),
+                                impls([], graph)), graph)
+
+
+def test_input_declared_after_its_user_raises():
+    graph = {**GRAPH, "if_status_mgr": [("ct_zones", None)]}
+    with pytest.raises(GraphError, match="if_status_mgr: input ct_zones: declared after it"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES),
+                                impls([], graph)), graph)
+
+
+def test_missing_or_extra_implementation_raises():
+    nodes = impls([])
+    del nodes["lflow_output"]
+    with pytest.raises(GraphError, match=r"without implementation: \['lflow_output'\]"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+    nodes = {**impls([]), "lb_data": Impl("lb_data", [], [])}
+    with pytest.raises(GraphError, match=r"of no node: \['lb_data'\]"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+
+
+def test_untracked_table_raises():
+    sb = ChangeTracker([t for t in SB_TABLES if t != "FDB"])
+    with pytest.raises(GraphError, match="SB_fdb: table FDB is not tracked"):
+        build_engine(GraphParts(ChangeTracker(OVS_TABLES), sb, impls([])))
+
+
+def test_the_agent_builds_its_real_graph():
+    """The implementations the daemon plugs in satisfy the graph."""
+    from controller.engine_nodes import AgentState, agent_nodes
+    from controller.if_status import IfStatusMgr
+    from controller.lflow_output import LflowOutput
+    from controller.pflow_output import PflowOutput
+    from ofctrl.seqno import SeqnoTracker
+
+    st = AgentState(IfStatusMgr(SeqnoTracker()))
+    nodes = {**agent_nodes(st),
+             "lflow_output": LflowOutput(st, lambda t: {}, lambda: 0, lambda: {}),
+             "pflow_output": PflowOutput(st, lambda t: {}, lambda: None)}
+    eng = build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+    assert {n.name for n in eng.nodes} >= set(GRAPH)

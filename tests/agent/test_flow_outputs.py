@@ -104,16 +104,16 @@ def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
 def test_if_status_mgr_node_tracks_mtu_changes():
     from types import SimpleNamespace
 
-    from controller.engine_nodes import AgentNodes
+    from controller.engine_nodes import IfStatusMgrNode
     from controller.if_status import IfStatusMgr
     from ofctrl.seqno import SeqnoTracker
 
     mgr = IfStatusMgr(SeqnoTracker())
-    nodes = AgentNodes(SimpleNamespace(if_mgr=mgr))   # type: ignore[arg-type]
+    impl = IfStatusMgrNode(SimpleNamespace(if_mgr=mgr))   # type: ignore[arg-type]
     node = SimpleNamespace(data=None)
-    assert nodes.run_if_status_mgr(node) is True      # type: ignore[arg-type]
+    assert impl.run(node) is True      # type: ignore[arg-type]
     assert mgr.mtu_changed is None
-    nodes.clear_if_status_mgr(None)
+    impl.clear_tracked()
     assert mgr.mtu_changed == set()
 
 

@@ -156,3 +156,28 @@ def test_format_round_trip(text: str) -> None:
     assert not isinstance(second, ActionError), second
     assert format_ovnacts(second.actions) == formatted
     assert second.actions == first.actions
+
+
+def test_ct_commit_after_other_actions_is_lost_as_in_23_03_1() -> None:
+    """23.03.1 drops ct_commit (and what lies between the first action and
+    it) when it is not the first action; actions after it stay."""
+    on = OvsFeatures(ct_zero_snat=True)
+    # The example of the upstream fix's commit message (before the fix).
+    assert enc("reg8[17] = 1; ct_commit { ct_mark.blocked = 1; };") == \
+        "set_field:0x2000000000000/0x2000000000000->xreg4"
+    assert enc("reg8[17] = 1; reg0 = 0; ct_commit(ct_label=1); next;", features=on) == \
+        "set_field:0x2000000000000/0x2000000000000->xreg4,resubmit(,14)"
+    # northd's logged reject ACL on a switch with stateful ACLs (egress).
+    egress = pp(4, P_EGRESS)
+    got = enc('log(name="r", severity=info, verdict=reject); '
+              "ct_commit { ct_label.blocked = 1; }; reg0 = 0; "
+              "reject { outport <-> inport; next(pipeline=ingress,table=25); };",
+              parse=egress, pipeline=P_EGRESS, features=on)
+    assert "ct(" not in got
+    parts = got.split(",set_field:0/0xffffffff000000000000000000000000->xxreg0,")
+    assert len(parts) == 2 and parts[0].startswith("controller(") and \
+        parts[1].startswith("controller(")
+    # First (or only) action: encoded normally.
+    assert enc("ct_commit { ct_mark.blocked = 1; }; reg0 = 0;") == \
+        "ct(commit,zone=NXM_NX_REG13[0..15],exec(set_field:0x1/0x1->ct_mark))," \
+        "set_field:0/0xffffffff000000000000000000000000->xxreg0"

@@ -23,6 +23,32 @@ def zero_snat(ep: EncodeParams) -> Any | None:
     return ofb.nat("src", None, None, None, None) if ep.features.ct_zero_snat else None
 
 
+def append_commit(out: list[Any], commit: Any) -> None:
+    """Append the ct(commit) of ct_commit (both syntaxes) as 23.03.1 does.
+
+    C DEFECT, reproduced on purpose (we are a drop-in for 23.03.1): the C
+    encoders of ct_commit re-point the "action being finished" at the start
+    of the whole action buffer instead of at the ct action they just wrote.
+    When ct_commit is the first action that is harmless.  When other actions
+    come before it (northd's ``log(...); ct_commit { ... }; ...`` for logged
+    reject/drop ACLs on switches with stateful ACLs, or ``reg8[17] = 1;
+    ct_commit { ... };``), the first action of the buffer is stretched over
+    everything written up to the end of the ct action, so the actions after
+    the first one, the ct(commit) included, never reach OpenFlow; what follows
+    ct_commit is kept.  Upstream fixed it after 23.03 (OVN commit 7b43959,
+    "controller: Fix issue with ct_commit encode", in 24.09).
+
+    The model assumes the first action is not itself a container of actions
+    (ct, clone, learn), which northd 23.03 never puts before ct_commit; a
+    ct_commit inside clone { } shares the outer buffer in C but starts a new
+    list here (northd 23.03 emits no such flow either).
+    """
+    if out:
+        del out[1:]
+        return
+    out.append(commit)
+
+
 @dataclass(frozen=True, slots=True)
 class CtNext(OvnAction):
     ltable: int
@@ -78,8 +104,8 @@ class CtCommitV1(OvnAction):
             inner.append(ofb.set_field("ct_mark", self.ct_mark, self.ct_mark_mask))
         if self.ct_label_mask:
             inner.append(ofb.set_field("ct_label", self.ct_label, self.ct_label_mask))
-        out.append(ofb.ct(commit=True, table=None, zone=MFF_LOG_CT_ZONE,
-                          nat=zero_snat(ep), actions=tuple(inner)))
+        append_commit(out, ofb.ct(commit=True, table=None, zone=MFF_LOG_CT_ZONE,
+                                  nat=zero_snat(ep), actions=tuple(inner)))
 
 
 def _parse_ct_commit_v1(ctx: ActionContext) -> OvnAction | None:
@@ -138,8 +164,8 @@ class CtCommitV2(Nested):
 
     def encode(self, ep: EncodeParams, out: list[Any]) -> None:
         inner = encode_ovnacts(self.nested, ep)
-        out.append(ofb.ct(commit=True, table=None, zone=ct_zone(ep),
-                          nat=zero_snat(ep), actions=tuple(inner)))
+        append_commit(out, ofb.ct(commit=True, table=None, zone=ct_zone(ep),
+                                  nat=zero_snat(ep), actions=tuple(inner)))
 
 
 def parse_ct_commit(ctx: ActionContext) -> OvnAction | None:

@@ -1,0 +1,232 @@
+"""Decoding of NXT_PACKET_IN2, the packet-in format the pinctrl connection asks for.
+
+Design note
+-----------
+A packet-in is decoded once, by hand (``struct`` over the property list),
+into an immutable :class:`PacketIn`; handlers read it and never see raw
+OpenFlow.  Properties (OVS ``ofp-packet.c`` NXPINT_*) are TLVs ``be16
+type, be16 length`` padded to 8 bytes; unknown types are skipped, as OVS's
+loose decoder does.  The METADATA property is a bare OXM list; it is read
+with the ofctrl field registry and normalised through
+:class:`ofctrl.match.Match` (so OF1.5 ``xreg`` pairs become ``reg0..reg15``
+and ``in_port_oxm`` becomes ``in_port``); fields this build does not know
+are skipped (loose).  Anything structurally wrong raises
+:class:`PacketInError` and nothing else: the service counts and drops it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from ofctrl.fields import FIELDS, field_by_header
+from ofctrl.match import Match, MatchError
+
+__all__ = ["PacketInError", "PacketIn", "decode_packet_in2", "encode_packet_in2", "encode_metadata",
+           "NXPINT_PACKET", "NXPINT_FULL_LEN", "NXPINT_BUFFER_ID", "NXPINT_TABLE_ID",
+           "NXPINT_COOKIE", "NXPINT_REASON", "NXPINT_METADATA", "NXPINT_USERDATA",
+           "NXPINT_CONTINUATION", "OFPR_ACTION"]
+
+NXPINT_PACKET = 0
+NXPINT_FULL_LEN = 1
+NXPINT_BUFFER_ID = 2
+NXPINT_TABLE_ID = 3
+NXPINT_COOKIE = 4
+NXPINT_REASON = 5
+NXPINT_METADATA = 6
+NXPINT_USERDATA = 7
+NXPINT_CONTINUATION = 8
+
+OFPR_ACTION = 1
+_OFPT_EXPERIMENTER = 4
+_NX_VENDOR_ID = 0x00002320
+_NXT_PACKET_IN2 = 30
+_HDR = struct.Struct("!BBHIII")
+_PROP = struct.Struct("!HH")
+
+MetadataItem = tuple[str, int, "int | None"]
+
+
+class PacketInError(ValueError):
+    """A packet-in (or its userdata) that cannot be decoded."""
+
+
+@dataclass(frozen=True, slots=True)
+class PacketIn:
+    """One decoded NXT_PACKET_IN2 (see module docstring)."""
+
+    packet: bytes
+    table_id: int
+    cookie: int
+    reason: int
+    metadata: tuple[MetadataItem, ...]
+    userdata: bytes
+    continuation: bytes | None
+    properties: bytes
+    _by_name: dict[str, tuple[int, int | None]] = field(
+        init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {n: (v, m) for n, v, m in self.metadata})
+
+    def reg(self, name: str) -> int:
+        """Value of metadata field ``name`` (``reg14``, ``metadata``, ``xreg0``,
+        ``xxreg0``...), 0 when absent; wide registers are composed of their
+        32-bit parts, the lower-numbered register most significant."""
+        item = self._by_name.get(name)
+        if item is not None:
+            return item[0]
+        if name.startswith("xxreg") or name.startswith("xreg"):
+            try:
+                n_regs = FIELDS[name].n_bits // 32
+            except KeyError:
+                return 0
+            base = int(name.lstrip("x")[3:]) * n_regs
+            value = 0
+            for k in range(n_regs):
+                part = self._by_name.get("reg%d" % (base + k))
+                value = (value << 32) | (part[0] if part is not None else 0)
+            return value
+        return 0
+
+    def has(self, name: str) -> bool:
+        """Whether the packet-in metadata carries field ``name``."""
+        return name in self._by_name
+
+    @property
+    def opcode(self) -> int:
+        if len(self.userdata) < 8:
+            raise PacketInError("userdata of %d bytes has no action header"
+                                % len(self.userdata))
+        return int.from_bytes(self.userdata[:4], "big")
+
+    @property
+    def payload(self) -> bytes:
+        return self.userdata[8:]
+
+
+def _decode_metadata(data: bytes) -> tuple[MetadataItem, ...]:
+    items: list[MetadataItem] = []
+    ofs, end = 0, len(data)
+    while ofs < end:
+        if ofs + 4 > end:
+            raise PacketInError("truncated OXM header in metadata")
+        hdr = int.from_bytes(data[ofs:ofs + 4], "big")
+        oxm_class, oxm_field = hdr >> 16, (hdr >> 9) & 0x7F
+        masked, length = bool(hdr & 0x100), hdr & 0xFF
+        ofs += 4
+        exp = None
+        if oxm_class == 0xFFFF:
+            if ofs + 4 > end or length < 4:
+                raise PacketInError("truncated experimenter OXM in metadata")
+            exp = int.from_bytes(data[ofs:ofs + 4], "big")
+            ofs += 4
+            length -= 4
+        if ofs + length > end:
+            raise PacketInError("truncated OXM payload in metadata")
+        body = data[ofs:ofs + length]
+        ofs += length
+        f = field_by_header(oxm_class, oxm_field, exp)
+        if f is None or length == 0:
+            continue                    # loose: a field we do not know
+        width = length // 2 if masked else length
+        if masked and width * 2 != length:
+            raise PacketInError("odd masked OXM length %d for %s" % (length, f.name))
+        if not f.variable and width != f.n_bytes:
+            raise PacketInError("bad OXM width %d for %s" % (width, f.name))
+        value = int.from_bytes(body[:width], "big")
+        mask = int.from_bytes(body[width:], "big") if masked else None
+        items.append((f.name, value, mask))
+    try:
+        return Match(items).items
+    except (MatchError, ValueError) as e:     # e.g. an in_port OVS cannot map
+        raise PacketInError("bad metadata: %s" % e) from e
+
+
+def encode_metadata(items: tuple[MetadataItem, ...]) -> bytes:
+    """Bare OXM list of (normalised) metadata items, as OVS oxm_put_raw() emits."""
+    return Match(items).encode_oxms()
+
+
+def _prop(ptype: int, value: bytes, pad_value: int = 0) -> bytes:
+    n = 4 + pad_value + len(value)
+    return _PROP.pack(ptype, n) + b"\0" * pad_value + value + b"\0" * ((-n) % 8)
+
+
+def encode_packet_in2(packet: bytes, userdata: bytes = b"",
+                      metadata: tuple[MetadataItem, ...] | list[MetadataItem] = (),
+                      table_id: int = 0, cookie: int = 0, reason: int = OFPR_ACTION,
+                      continuation: bytes | None = None, xid: int = 0) -> bytes:
+    """The NXT_PACKET_IN2 ovs-vswitchd would send (the inverse of
+    :func:`decode_packet_in2`; used by tests and fake switches)."""
+    props = [_prop(NXPINT_PACKET, packet), _prop(NXPINT_TABLE_ID, bytes((table_id,)))]
+    if cookie != 0xFFFFFFFFFFFFFFFF:
+        props.append(_prop(NXPINT_COOKIE, cookie.to_bytes(8, "big"), 4))
+    props.append(_prop(NXPINT_REASON, bytes((reason,))))
+    props.append(_prop(NXPINT_METADATA, encode_metadata(tuple(metadata))))
+    if userdata:
+        props.append(_prop(NXPINT_USERDATA, userdata))
+    if continuation is not None:
+        props.append(_prop(NXPINT_CONTINUATION, continuation))
+    body = b"".join(props)
+    return _HDR.pack(6, _OFPT_EXPERIMENTER, _HDR.size + len(body), xid, _NX_VENDOR_ID,
+                     _NXT_PACKET_IN2) + body
+
+
+def decode_packet_in2(msg: bytes) -> PacketIn:
+    """Decode a whole NXT_PACKET_IN2 message; :class:`PacketInError` when
+    malformed (bad header, length, property framing, metadata, no packet)."""
+    if len(msg) < _HDR.size:
+        raise PacketInError("message of %d bytes is too short" % len(msg))
+    _version, mtype, length, _xid, vendor, subtype = _HDR.unpack_from(msg)
+    if mtype != _OFPT_EXPERIMENTER or vendor != _NX_VENDOR_ID or subtype != _NXT_PACKET_IN2:
+        raise PacketInError("not an NXT_PACKET_IN2 (type %d vendor %#x subtype %d)"
+                            % (mtype, vendor, subtype))
+    if length != len(msg):
+        raise PacketInError("header length %d but %d bytes" % (length, len(msg)))
+    props = bytes(msg[_HDR.size:])
+    packet: bytes | None = None
+    table_id = 0
+    cookie = 0xFFFFFFFFFFFFFFFF
+    reason = 0
+    metadata: tuple[MetadataItem, ...] = ()
+    userdata = b""
+    continuation: bytes | None = None
+    ofs, end = 0, len(props)
+    while ofs < end:
+        if ofs + 4 > end:
+            raise PacketInError("truncated property header")
+        ptype, plen = _PROP.unpack_from(props, ofs)
+        padded = (plen + 7) & ~7
+        if plen < 4 or ofs + padded > end:
+            raise PacketInError("bad property length %d at offset %d" % (plen, ofs))
+        body = props[ofs + 4:ofs + plen]
+        ofs += padded
+        if ptype == NXPINT_PACKET:
+            packet = body
+        elif ptype == NXPINT_TABLE_ID:
+            if len(body) != 1:
+                raise PacketInError("bad table_id property length %d" % plen)
+            table_id = body[0]
+        elif ptype == NXPINT_COOKIE:
+            if len(body) != 12:
+                raise PacketInError("bad cookie property length %d" % plen)
+            cookie = int.from_bytes(body[4:], "big")
+        elif ptype == NXPINT_REASON:
+            if len(body) != 1:
+                raise PacketInError("bad reason property length %d" % plen)
+            reason = body[0]
+        elif ptype == NXPINT_METADATA:
+            metadata = _decode_metadata(body)
+        elif ptype == NXPINT_USERDATA:
+            userdata = body
+        elif ptype == NXPINT_CONTINUATION:
+            continuation = body
+        elif ptype in (NXPINT_FULL_LEN, NXPINT_BUFFER_ID):
+            if len(body) != 4:
+                raise PacketInError("bad property %d length %d" % (ptype, plen))
+    if packet is None:
+        raise PacketInError("NXT_PACKET_IN2 lacks a packet")
+    return PacketIn(packet=packet, table_id=table_id, cookie=cookie, reason=reason,
+                    metadata=metadata, userdata=userdata, continuation=continuation,
+                    properties=props)
