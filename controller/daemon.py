@@ -71,6 +71,12 @@ def _ovs_rundir() -> str:
     return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
 
 
+def _of_probe_ms(knobs: Knobs) -> int:
+    """ovn-openflow-probe-interval (seconds, 0 = off) in ms; at least 5 s as rconn."""
+    secs = knobs["ovn-openflow-probe-interval"] or 0
+    return max(5, secs) * 1000 if secs > 0 else 0
+
+
 def _override_file() -> str:
     return os.path.join(os.environ.get("OVN_SYSCONFDIR", "/etc/ovn"), "system-id-override")
 
@@ -358,13 +364,15 @@ class Daemon:
                 self.session.close()
                 self.seqno.flush()
                 self.if_mgr.clear()
-            probe_s = knobs["ovn-openflow-probe-interval"] or 0
             self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
                                          meters=self.meters,
-                                         probe_interval_ms=probe_s * 1000,
+                                         probe_interval_ms=_of_probe_ms(knobs),
                                          wait_before_clear_ms=knobs[
                                              "ovn-ofctrl-wait-before-clear"] or 0)
             self.session_target = target
+        probe_ms = _of_probe_ms(knobs)          # re-read each iteration, as C
+        if self.session.conn.fsm.get_probe_interval() != probe_ms:
+            self.session.conn.set_probe_interval(probe_ms)
         was_connected = self.session.is_connected()
         if self.session.run():
             self.engine.set_force_recompute(
