@@ -39,7 +39,7 @@ from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, ch
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
-from controller.features import Features, from_capabilities, probe_meter_support
+from controller.features import Features, from_capabilities
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
 from controller import idl_fastpath
@@ -356,10 +356,8 @@ class Daemon:
         if self.session.run():
             self.engine.set_force_recompute(
                 "OVS OpenFlow connection reconnected,force recompute.")
-            self._meter_support = None
-        if self._meter_support is None and self.session.is_connected():
-            probed = probe_meter_support(target)
-            self._meter_support = bool(probed) if probed is not None else None
+        # Datapath meter support: the session asks the switch on every connection.
+        self._meter_support = self.session.meter_support
         connected = self.session.is_connected()
         if was_connected and not connected:
             self.seqno.flush()
