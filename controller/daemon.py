@@ -95,7 +95,7 @@ class Daemon:
                                         lambda: self.engine.run_count)}
         self.engine = build_engine(GraphParts(
             ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
-            nodes={**agent_nodes(self.st), **self.flow_providers}))
+            nodes={**agent_nodes(self.st, self._sb_table), **self.flow_providers}))
         self.encaps = Encaps()
         self.patches = Patches()
         self.startup = StartupDelay(int(time.time() * 1000))

@@ -91,9 +91,10 @@ def test_port_binding_change_goes_through_handlers():
     eng.init_run()
     eng.run(True)
     # depth first from the root: lflow_output's inputs, it, then pflow_output's
-    assert calls == ["runtime_data.sb_port_binding",
+    assert calls == ["runtime_data.sb_port_binding", "port_groups.runtime_data",
                      "lflow_output.runtime_data", "lflow_output.port_binding",
-                     "ct_zones.runtime_data", "pflow_output.ct_zones", "pflow_output.port_binding",
+                     "lflow_output.port_groups", "ct_zones.runtime_data",
+                     "pflow_output.ct_zones", "pflow_output.port_binding",
                      "pflow_output.runtime_data"]
 
 
@@ -158,7 +159,7 @@ def real_engine():
     from ofctrl.seqno import SeqnoTracker
 
     st = AgentState(IfStatusMgr(SeqnoTracker()))
-    nodes = {**agent_nodes(st),
+    nodes = {**agent_nodes(st, lambda t: {}),
              "lflow_output": LflowOutput(st, lambda t: {}, lambda: 0, lambda: {}),
              "pflow_output": PflowOutput(st, lambda t: {}, lambda: None)}
     return build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
