@@ -87,15 +87,14 @@ class Daemon:
         self.st = AgentState(self.if_mgr)
         self.groups = GroupTable()
         self.meters = MeterTable()
-        self.flow_providers: dict[str, Any] = {
-            "lflow_output": LflowOutput(
-                self.st, self._sb_table, lambda: self.engine.run_count,
-                lambda: self._ovs_external_ids(), self.groups, self.meters),
-            "pflow_output": PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
-                                        lambda: self.engine.run_count)}
+        self.lflow = LflowOutput(self.st, self._sb_table, lambda: self.engine.run_count,
+                                 lambda: self._ovs_external_ids(), self.groups, self.meters)
+        self.pflow = PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
+                                 lambda: self.engine.run_count)
         self.engine = build_engine(GraphParts(
             ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
-            nodes={**agent_nodes(self.st, self._sb_table), **self.flow_providers}))
+            nodes={**agent_nodes(self.st, self._sb_table), "lflow_output": self.lflow,
+                   "pflow_output": self.pflow}))
         self.encaps = Encaps()
         self.patches = Patches()
         self.startup = StartupDelay(int(time.time() * 1000))
@@ -155,20 +154,15 @@ class Daemon:
         self.nb_cfg.delay_report_s = seconds
 
     def lflow_cache_stats(self) -> str:
-        lf = self.flow_providers.get("lflow_output")
-        cache = getattr(lf, "cache", None)
-        return str(cache.stats_text()) if cache is not None else "Enabled: false\n"
+        return str(self.lflow.cache.stats_text())
 
     def lflow_cache_flush(self) -> None:
         log.info("User triggered lflow cache flush.")
-        cache = getattr(self.flow_providers.get("lflow_output"), "cache", None)
-        if cache is not None:
-            cache.flush()
+        self.lflow.cache.flush()
         self.force_recompute()
 
     def conj_ids_dump(self) -> str:
-        lf = self.flow_providers.get("lflow_output")
-        return str(lf.conj_ids_dump()) if lf is not None else ""
+        return str(self.lflow.conj_ids_dump())
 
     def extend_table_list(self, which: str) -> str:
         table = self.groups if which == "group" else self.meters
@@ -422,11 +416,9 @@ class Daemon:
             if self.features is not None:
                 self.engine.set_force_recompute("OVS feature set changed, force recompute.")
             self.features = feats
-            lf = self.flow_providers.get("lflow_output")
-            if lf is not None and hasattr(lf, "set_features"):
-                lf.set_features(ct_zero_snat=feats.ct_zero_snat,
-                                dp_hash_l4_sym=feats.dp_hash_l4_sym,
-                                controller_meter=feats.meter_support)
+            self.lflow.set_features(ct_zero_snat=feats.ct_zero_snat,
+                                    dp_hash_l4_sym=feats.dp_hash_l4_sym,
+                                    controller_meter=feats.meter_support)
 
     def _northd_version_ok(self, knobs: Knobs, sb: dbmod.IdlLoop) -> bool:
         """``ovn-match-northd-version``: stop processing while versions differ."""
@@ -473,10 +465,7 @@ class Daemon:
                 self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
-            for prov in self.flow_providers.values():
-                hook = getattr(prov, "sb_changed", None)
-                if hook is not None:
-                    hook(sb.tracker)
+            self.lflow.sb_changed(sb.tracker)
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})
