@@ -39,7 +39,7 @@ from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, ch
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
-from controller.features import Features, from_capabilities, probe_meter_support
+from controller.features import Features, from_capabilities
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
 from controller import idl_fastpath
@@ -93,15 +93,14 @@ class Daemon:
         self.st = AgentState(self.if_mgr)
         self.groups = GroupTable()
         self.meters = MeterTable()
-        self.flow_providers: dict[str, Any] = {
-            "lflow_output": LflowOutput(
-                self.st, self._sb_table, lambda: self.engine.run_count,
-                lambda: self._ovs_external_ids(), self.groups, self.meters),
-            "pflow_output": PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
-                                        lambda: self.engine.run_count)}
+        self.lflow = LflowOutput(self.st, self._sb_table, lambda: self.engine.run_count,
+                                 lambda: self._ovs_external_ids(), self.groups, self.meters)
+        self.pflow = PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
+                                 lambda: self.engine.run_count)
         self.engine = build_engine(GraphParts(
             ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
-            nodes={**agent_nodes(self.st), **self.flow_providers}))
+            nodes={**agent_nodes(self.st, self._sb_table), "lflow_output": self.lflow,
+                   "pflow_output": self.pflow}))
         self.encaps = Encaps()
         self.patches = Patches()
         self.startup = StartupDelay(int(time.time() * 1000))
@@ -161,20 +160,15 @@ class Daemon:
         self.nb_cfg.delay_report_s = seconds
 
     def lflow_cache_stats(self) -> str:
-        lf = self.flow_providers.get("lflow_output")
-        cache = getattr(lf, "cache", None)
-        return str(cache.stats_text()) if cache is not None else "Enabled: false\n"
+        return str(self.lflow.cache.stats_text())
 
     def lflow_cache_flush(self) -> None:
         log.info("User triggered lflow cache flush.")
-        cache = getattr(self.flow_providers.get("lflow_output"), "cache", None)
-        if cache is not None:
-            cache.flush()
+        self.lflow.cache.flush()
         self.force_recompute()
 
     def conj_ids_dump(self) -> str:
-        lf = self.flow_providers.get("lflow_output")
-        return str(lf.conj_ids_dump()) if lf is not None else ""
+        return str(self.lflow.conj_ids_dump())
 
     def extend_table_list(self, which: str) -> str:
         table = self.groups if which == "group" else self.meters
@@ -377,10 +371,8 @@ class Daemon:
         if self.session.run():
             self.engine.set_force_recompute(
                 "OVS OpenFlow connection reconnected,force recompute.")
-            self._meter_support = None
-        if self._meter_support is None and self.session.is_connected():
-            probed = probe_meter_support(target)
-            self._meter_support = bool(probed) if probed is not None else None
+        # Datapath meter support: the session asks the switch on every connection.
+        self._meter_support = self.session.meter_support
         connected = self.session.is_connected()
         if was_connected and not connected:
             self.seqno.flush()
@@ -446,11 +438,9 @@ class Daemon:
             if self.features is not None:
                 self.engine.set_force_recompute("OVS feature set changed, force recompute.")
             self.features = feats
-            lf = self.flow_providers.get("lflow_output")
-            if lf is not None and hasattr(lf, "set_features"):
-                lf.set_features(ct_zero_snat=feats.ct_zero_snat,
-                                dp_hash_l4_sym=feats.dp_hash_l4_sym,
-                                controller_meter=feats.meter_support)
+            self.lflow.set_features(ct_zero_snat=feats.ct_zero_snat,
+                                    dp_hash_l4_sym=feats.dp_hash_l4_sym,
+                                    controller_meter=feats.meter_support)
 
     def _northd_version_ok(self, knobs: Knobs, sb: dbmod.IdlLoop) -> bool:
         """``ovn-match-northd-version``: stop processing while versions differ."""
@@ -497,10 +487,7 @@ class Daemon:
                 self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
-            for prov in self.flow_providers.values():
-                hook = getattr(prov, "sb_changed", None)
-                if hook is not None:
-                    hook(sb.tracker)
+            self.lflow.sb_changed(sb.tracker)
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})
