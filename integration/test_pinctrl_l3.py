@@ -1,8 +1,8 @@
 """pinctrl L3 services end to end: real daemons, a packet in, the answer out.
 
 One small topology (ls-a -- lr0 -- ls-b, VIFs vif-a1 and vif-b1 on this
-chassis, a reject ACL for TCP, UDP and SCTP port 80 from ls-a-p1) runs under each
-agent (``c`` first, then ``py``).  A packet is injected with
+chassis, a reject ACL for TCP, UDP and SCTP port 80 from ls-a-p1) runs
+under each agent (``c`` first, then ``py``).  A packet is injected with
 ``netdev-dummy/receive`` and the frame the agent's pinctrl makes of it is
 read from a tx pcap; the test derives the whole expected frame by hand from
 the injected frame (read back from the rx pcap) and asserts byte equality,
@@ -27,7 +27,10 @@ so the C run proves the expectation and the py run must give the same bytes.
 * a 1400-byte IPv4 / IPv6 datagram towards lr0-b (``gateway_mtu=1300``) ->
   fragmentation needed / packet too big with MTU 1300 (ICMP4/6_ERROR, whose
   nested actions pause at PUT_ICMP4/6_FRAG_MTU: a second packet-in answered
-  with NXT_RESUME).
+  with NXT_RESUME);
+* an ARP reply for a buffered next hop -> MAC_Binding learnt and the
+  buffered ping sent on to the learnt MAC (ARP's BufferIntent end to end;
+  ls-b-p1 also takes unknown MACs so the released ping reaches vif-b1).
 """
 
 from __future__ import annotations
