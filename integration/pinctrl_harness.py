@@ -7,7 +7,7 @@ hv1)::
 
     ls1 10.1.0.0/24 fd01::/64          ls2 10.2.0.0/24 fd02::/64      ls-pub 172.16.0.0/24 fd10::/64
       ls1-p1  vif1 (.11, ::11)           ls2-p4 vif4  "unknown" (FDB)   ln-pub localnet physnet1 -> br-phys
-      ls1-p2  vif2 (.12, ::12)           lb-empty 10.2.0.200:80,
+      ls1-p2  vif2 (.12, ::12)           lb-empty 10.2.0.200:80,        ls-pub-p5 vif5 (.55), ls-pub-p6 vif6 (MAC only)
       ls1-vip virtual .50 (p1, p2)           [fd02::200]:80, no backends
       reject ACL tcp/udp/sctp 7777 -> p2
       logged+metered drop udp 5555 -> p2
@@ -58,6 +58,8 @@ P1_MAC, P1_IP, P1_IP6 = "0a:00:00:01:00:11", "10.1.0.11", "fd01::11"
 P2_MAC, P2_IP, P2_IP6 = "0a:00:00:01:00:12", "10.1.0.12", "fd01::12"
 VIP_MAC, VIP_IP = "0a:00:00:01:00:50", "10.1.0.50"
 P4_NAME = "ls2-p4"
+P5_MAC, P5_IP = "0a:00:00:00:10:55", "172.16.0.55"     # ls-pub (localnet) VIF
+P6_MAC = "0a:00:00:00:10:66"                         # ls-pub VIF without an IP
 LR_LS1_MAC, LR_LS1_IP, LR_LS1_IP6 = "0a:00:00:00:01:01", "10.1.0.1", "fd01::1"
 LR_LS2_MAC, LR_LS2_IP, LR_LS2_IP6 = "0a:00:00:00:02:01", "10.2.0.1", "fd02::1"
 LR_PUB_MAC, LR_PUB_IP, LR_PUB_IP6 = "0a:00:00:00:10:01", "172.16.0.1", "fd10::1"
@@ -69,7 +71,8 @@ EMPTY_LB_VIP, EMPTY_LB_VIP6, EMPTY_LB_PORT = "10.2.0.200", "fd02::200", 80
 REJECT_PORT, LOG_PORT = 7777, 5555
 
 # (OVS interface, logical port, ofport) bound on hv1, all capturing tx.
-VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4))
+VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4),
+        ("vif5", "ls-pub-p5", 5), ("vif6", "ls-pub-p6", 6))
 CAPTURE_PORTS = ("vif1", "vif2", "vif4", "br-phys")
 
 _NB: list[str] = [
@@ -107,6 +110,10 @@ _NB: list[str] = [
     "--", "lsp-set-options", "ls1-vip", f"virtual-ip={VIP_IP}",
     "virtual-parents=ls1-p1,ls1-p2",
     "--", "lsp-add", "ls2", P4_NAME, "--", "lsp-set-addresses", P4_NAME, "unknown",
+    # VIFs on the localnet switch: GARP (with an IPv4) and RARP (MAC only)
+    "--", "lsp-add", "ls-pub", "ls-pub-p5",
+    "--", "lsp-set-addresses", "ls-pub-p5", f"{P5_MAC} {P5_IP}",
+    "--", "lsp-add", "ls-pub", "ls-pub-p6", "--", "lsp-set-addresses", "ls-pub-p6", P6_MAC,
     "--", "meter-add", "acl-meter", "drop", "1000", "pktps",
     "--", "acl-add", "ls1", "to-lport", "1010",
     f'outport == "ls1-p2" && ((tcp && tcp.dst == {REJECT_PORT}) || '

@@ -237,6 +237,18 @@ def _ttl_case(name: str, dst: str, router_ip: str) -> Case:
         lambda b: expect(b) or b.ip_dst == dst))
 
 
+def _gateway_ttl_case(name: str, src: str, dst: str) -> Case:
+    """A packet from the provider network with TTL 1 through the gateway port:
+    the ICMP time exceeded goes back out of br-phys (northd swaps the
+    addresses on the gateway port, so it comes from ``dst``)."""
+    def expect(b: pf.Brief) -> bool:
+        return b.ip_dst == src and b.ip_src == dst
+    frame = lambda: pf.ip_frame(PROVIDER_MAC, h.LR_PUB_MAC, src, dst, pf.PROTO_UDP,  # noqa: E731
+                                pf.udp(src, dst, 31500, 4000), ttl=1)
+    return Case(name, (ops.OP_ICMP,), reply_scenario(
+        "br-phys", frame, "br-phys", expect, lambda b: expect(b) or b.ip_dst == dst))
+
+
 def _frag_case(name: str, dst: str, router_ip: str, opcodes: tuple[int, ...]) -> Case:
     expect = _answer_to_p1(router_ip)
     return Case(name, opcodes, reply_scenario(
@@ -367,8 +379,8 @@ def log_scenario(agent: AgentBox, timeout: float) -> Observation:
 
 
 def garp_scenario(agent: AgentBox, timeout: float) -> Observation:
-    """GARPs for the router and NAT addresses on the localnet switch, out of
-    br-phys: 5 per address, at +0, +2, +6, +14, +30 s after the first
+    """GARPs for the router and NAT addresses and the localnet switch's VIFs
+    (RARP for the one without an IPv4), out of br-phys: 5 per address, at +0, +2, +6, +14, +30 s after the first
     (pinctrl-anatomy 4.1). Compared: each distinct frame with its send
     offsets in whole seconds from the first GARP the agent sent at all (the
     order between addresses and the exact milliseconds are free)."""
@@ -401,7 +413,8 @@ def garp_scenario(agent: AgentBox, timeout: float) -> Observation:
     obs.frames = {"br-phys": sorted(offsets)}
     for key, sent in offsets.items():
         b = pf.brief(bytes.fromhex(key))
-        obs.sb.append(f"GARP {b.arp_spa} {b.eth_src} sent at +{sent} s")
+        what = "RARP" if b.eth_type == 0x8035 else f"GARP {b.arp_spa}"
+        obs.sb.append(f"{what} {b.eth_src} sent at +{sent} s")
     obs.sb.sort()
     obs.answered = all(len(v) == 5 for v in offsets.values())
     if not obs.answered:
@@ -424,6 +437,8 @@ CASES: list[Case] = [
         _na_reply(GW_MAC6, h.LR_PUB_MAC, h.GW_IP6, LLA_LR_PUB), "2001:db8::8")),
     _ttl_case("ttl_exceeded_v4", "10.2.0.31", h.LR_LS1_IP),
     _ttl_case("hop_limit_exceeded_v6", "fd02::31", h.LR_LS1_IP6),
+    _gateway_ttl_case("ttl_exceeded_gateway_v4", "172.16.0.50", h.FIP_IP),
+    _gateway_ttl_case("hop_limit_exceeded_gateway_v6", "fd10::50", h.P1_IP6),
     _frag_case("frag_needed_v4", "8.8.4.4", h.LR_LS1_IP,
                (ops.OP_ICMP4_ERROR, ops.OP_PUT_ICMP4_FRAG_MTU)),
     _frag_case("packet_too_big_v6", "2001:db8::44", h.LR_LS1_IP6,
