@@ -45,6 +45,7 @@ pytestmark = pytest.mark.integration
 C_TIMEOUT = 5.0           # the C agent answers within milliseconds
 OURS_TIMEOUT = 5.0        # ours, once the opcode is registered
 MISSING_TIMEOUT = 1.0     # ours while the opcode is not registered (expected silence)
+BUFFER_LIFETIME = 10.0    # buffered packets older than this are dropped (C: 10 s)
 SB_QUIET = 1.0            # how long to look for SB rows that C does not write
 GRACE = 0.4               # after the expected frames: catch extra/duplicate frames
 GARP_SETTLE = 5.0         # the first GARP comes about 1 s after the agent has its SB
@@ -166,6 +167,29 @@ def resolve_scenario(target: str, out_port: str, resolver_mac: str,
         return obs
 
     return run
+
+
+def expiry_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """A packet waits for 10.2.0.23 longer than the 10 s buffer lifetime;
+    the late ARP reply creates the MAC_Binding but releases nothing."""
+    target, mac = "10.2.0.23", "0a:00:00:02:00:23"
+    obs = Observation()
+
+    def relevant(b: pf.Brief) -> bool:
+        return b.ip_dst == target or b.arp_tpa == target
+
+    asked = exchange(agent, timeout, "vif1", [_udp_from_p1(target, 30100)],
+                     _on("vif4", lambda b: b.arp_op == 1 and b.arp_tpa == target), 1,
+                     _relevant(relevant), obs, "request")
+    time.sleep(BUFFER_LIFETIME + 1.0)
+    mark = agent.mark()
+    agent.inject("vif4", _arp_reply(mac, h.LR_LS2_MAC, target, h.LR_LS2_IP)())
+    obs.sb = agent.wait_sb(h.rows_matching("MAC_Binding", f" {target} "), timeout)
+    time.sleep(1.0)                                   # a release would come by now
+    for port, fs in h.frames_hex(agent.frames_since(mark, _relevant(relevant))).items():
+        obs.frames.setdefault(port, []).extend(fs)
+    obs.answered = asked and bool(obs.sb)
+    return obs
 
 
 def _arp_reply(src_mac: str, dst_mac: str, spa: str, tpa: str) -> Callable[[], bytes]:
@@ -435,6 +459,7 @@ CASES: list[Case] = [
     Case("gateway_nd_resolve_v6", (ops.OP_ND_NS, ops.OP_PUT_ND), resolve_scenario(
         h.GW_IP6, "br-phys", GW_MAC6,
         _na_reply(GW_MAC6, h.LR_PUB_MAC, h.GW_IP6, LLA_LR_PUB), "2001:db8::8")),
+    Case("buffered_packet_expiry_v4", (ops.OP_ARP, ops.OP_PUT_ARP), expiry_scenario),
     _ttl_case("ttl_exceeded_v4", "10.2.0.31", h.LR_LS1_IP),
     _ttl_case("hop_limit_exceeded_v6", "fd02::31", h.LR_LS1_IP6),
     _gateway_ttl_case("ttl_exceeded_gateway_v4", "172.16.0.50", h.FIP_IP),
