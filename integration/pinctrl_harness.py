@@ -69,6 +69,7 @@ SNAT_IP, FIP_IP, SNAT_IP6 = "172.16.0.100", "172.16.0.110", "fd10::100"
 GATEWAY_MTU = 1400
 EMPTY_LB_VIP, EMPTY_LB_VIP6, EMPTY_LB_PORT = "10.2.0.200", "fd02::200", 80
 REJECT_PORT, LOG_PORT = 7777, 5555
+ACL_METER_PKTPS = 10      # the logged ACL's meter: a burst gets this many log lines
 
 # (OVS interface, logical port, ofport) bound on hv1, all capturing tx.
 VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4),
@@ -114,7 +115,7 @@ _NB: list[str] = [
     "--", "lsp-add", "ls-pub", "ls-pub-p5",
     "--", "lsp-set-addresses", "ls-pub-p5", f"{P5_MAC} {P5_IP}",
     "--", "lsp-add", "ls-pub", "ls-pub-p6", "--", "lsp-set-addresses", "ls-pub-p6", P6_MAC,
-    "--", "meter-add", "acl-meter", "drop", "1000", "pktps",
+    "--", "meter-add", "acl-meter", "drop", str(ACL_METER_PKTPS), "pktps",
     "--", "acl-add", "ls1", "to-lport", "1010",
     f'outport == "ls1-p2" && ((tcp && tcp.dst == {REJECT_PORT}) || '
     f"(udp && udp.dst == {REJECT_PORT}) || (sctp && sctp.dst == {REJECT_PORT}))",

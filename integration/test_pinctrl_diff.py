@@ -387,12 +387,20 @@ def inject_scenario(microflow: str, out_port: str, expect: Callable[[pf.Brief], 
     return run
 
 
-def log_scenario(agent: AgentBox, timeout: float) -> Observation:
-    """UDP to ls1-p2:5555 hits the logged, metered drop ACL: one acl_log line."""
+def log_scenario(burst: int) -> Callable[[AgentBox, float], Observation]:
+    """``burst`` UDP packets to ls1-p2:5555 in one receive call hit the
+    logged drop ACL: one acl_log line each, as many as its meter lets through."""
+    def run(agent: AgentBox, timeout: float) -> Observation:
+        return _log_run(agent, timeout, burst)
+    return run
+
+
+def _log_run(agent: AgentBox, timeout: float, burst: int) -> Observation:
     obs = Observation()
     mark = agent.mark()
-    agent.inject("vif1", pf.ip_frame(h.P1_MAC, h.P2_MAC, h.P1_IP, h.P2_IP, pf.PROTO_UDP,
-                                     pf.udp(h.P1_IP, h.P2_IP, 33000, h.LOG_PORT, b"log")))
+    agent.inject("vif1", *(pf.ip_frame(h.P1_MAC, h.P2_MAC, h.P1_IP, h.P2_IP, pf.PROTO_UDP,
+                                       pf.udp(h.P1_IP, h.P2_IP, 33000 + i, h.LOG_PORT, b"log"))
+                           for i in range(burst)))
     deadline = mark.at + timeout
     while not agent.log_since(mark, "acl_log") and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -494,7 +502,8 @@ CASES: list[Case] = [
     Case("empty_lb_event_v6", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP6)),
     Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
     Case("reject_ignores_rst", (ops.OP_REJECT,), rst_ignored_scenario),
-    Case("acl_log", (ops.OP_LOG,), log_scenario),
+    Case("acl_log", (ops.OP_LOG,), log_scenario(1)),
+    Case("acl_log_meter_burst", (ops.OP_LOG,), log_scenario(4 * h.ACL_METER_PKTPS)),
     Case("inject_pkt_udp4", (), inject_scenario(
         f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.P2_MAC} && '
         f"ip4.src == {h.P1_IP} && ip4.dst == {h.P2_IP} && ip.ttl == 64 && "
