@@ -60,6 +60,8 @@ VIP_MAC, VIP_IP = "0a:00:00:01:00:50", "10.1.0.50"
 P4_NAME = "ls2-p4"
 P5_MAC, P5_IP = "0a:00:00:00:10:55", "172.16.0.55"     # ls-pub (localnet) VIF
 P6_MAC = "0a:00:00:00:10:66"                         # ls-pub VIF without an IP
+P7_MAC, P7_IP = "0a:00:00:01:00:17", "10.1.0.17"     # multichassis, activation-strategy=rarp
+REMOTE_CHASSIS = "hv2"                               # in the SB only
 LR_LS1_MAC, LR_LS1_IP, LR_LS1_IP6 = "0a:00:00:00:01:01", "10.1.0.1", "fd01::1"
 LR_LS2_MAC, LR_LS2_IP, LR_LS2_IP6 = "0a:00:00:00:02:01", "10.2.0.1", "fd02::1"
 LR_PUB_MAC, LR_PUB_IP, LR_PUB_IP6 = "0a:00:00:00:10:01", "172.16.0.1", "fd10::1"
@@ -73,8 +75,8 @@ ACL_METER_PKTPS = 10      # the logged ACL's meter: a burst gets this many log l
 
 # (OVS interface, logical port, ofport) bound on hv1, all capturing tx.
 VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4),
-        ("vif5", "ls-pub-p5", 5), ("vif6", "ls-pub-p6", 6))
-CAPTURE_PORTS = ("vif1", "vif2", "vif4", "br-phys")
+        ("vif5", "ls-pub-p5", 5), ("vif6", "ls-pub-p6", 6), ("vif7", "ls1-p7", 7))
+CAPTURE_PORTS = ("vif1", "vif2", "vif4", "vif7", "br-phys")
 
 _NB: list[str] = [
     "--", "set", "NB_Global", ".", "options:controller_event=true",
@@ -115,6 +117,10 @@ _NB: list[str] = [
     "--", "lsp-add", "ls-pub", "ls-pub-p5",
     "--", "lsp-set-addresses", "ls-pub-p5", f"{P5_MAC} {P5_IP}",
     "--", "lsp-add", "ls-pub", "ls-pub-p6", "--", "lsp-set-addresses", "ls-pub-p6", P6_MAC,
+    # multichassis port (main chassis: the SB-only hv2, additional: us), RARP activation
+    "--", "lsp-add", "ls1", "ls1-p7", "--", "lsp-set-addresses", "ls1-p7", f"{P7_MAC} {P7_IP}",
+    "--", "lsp-set-options", "ls1-p7", f"requested-chassis={REMOTE_CHASSIS},{LOCAL_CHASSIS}",
+    "activation-strategy=rarp",
     "--", "meter-add", "acl-meter", "drop", str(ACL_METER_PKTPS), "pktps",
     "--", "acl-add", "ls1", "to-lport", "1010",
     f'outport == "ls1-p2" && ((tcp && tcp.dst == {REJECT_PORT}) || '
@@ -144,6 +150,7 @@ def build_pinctrl_topology(box: Sandbox) -> None:
               f"options:tx_pcap={box.run}/br-phys-tx.pcap",
               "--", "set", "Open_vSwitch", ".",
               "external_ids:ovn-bridge-mappings=physnet1:br-phys")
+    box.sbctl("--may-exist", "chassis-add", REMOTE_CHASSIS, "geneve", "127.0.0.2")
     box.nbctl("--no-wait", *_NB)
     for name, lsp, ofport in VIFS:
         box.bind_vif(name, lsp, ofport=ofport, pcap=True)
@@ -382,7 +389,13 @@ def learnt_state(box: Sandbox) -> list[str]:
         info = ",".join(f"{k}={v}" for k, v in sorted(r["event_info"].items()))
         rows.append(f"Controller_Event {r['event_type']} {info} "
                     f"chassis={chassis_name(r['chassis'])}")
-    for r in _sb_rows(box, "Port_Binding", "logical_port,type,chassis,virtual_parent"):
+    for r in _sb_rows(box, "Port_Binding",
+                      "logical_port,type,chassis,virtual_parent,additional_chassis,options"):
+        activated = r["options"].get("additional-chassis-activated")
+        if activated is not None:
+            rows.append(f"Port_Binding {r['logical_port']} additional_chassis="
+                        f"{chassis_name(r['additional_chassis'])} "
+                        f"additional-chassis-activated={activated}")
         if r["type"] == "virtual":
             parent = r["virtual_parent"] if r["virtual_parent"] else "-"
             rows.append(f"Port_Binding {r['logical_port']} virtual "

@@ -315,6 +315,34 @@ def vport_scenario(agent: AgentBox, timeout: float) -> Observation:
     return obs
 
 
+def activation_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """ls1-p7 is requested on hv2 and hv1 with activation-strategy=rarp: on
+    hv1 (additional chassis) its traffic is blocked until it sends a RARP;
+    the RARP packet-in (opcode 26) records additional-chassis-activated."""
+    obs = Observation()
+
+    def udp_to_p1(sport: int) -> bytes:
+        return pf.ip_frame(h.P7_MAC, h.P1_MAC, h.P7_IP, h.P1_IP, pf.PROTO_UDP,
+                           pf.udp(h.P7_IP, h.P1_IP, sport, 9))
+    rarp = pf.ethernet("ff:ff:ff:ff:ff:ff", h.P7_MAC, 0x8035,
+                       bytes.fromhex("0001080006040003") + pf.mac_bytes(h.P7_MAC) + bytes(4)
+                       + pf.mac_bytes(h.P7_MAC) + bytes(4))
+    relevant = _relevant(lambda b: b.eth_src == h.P7_MAC)
+    mark = agent.mark()
+    agent.inject("vif7", udp_to_p1(37001))            # blocked: not activated yet
+    agent.inject("vif7", rarp)
+    obs.sb = agent.wait_sb(h.rows_matching("Port_Binding ls1-p7", "activated=hv1"), timeout)
+    if obs.sb:
+        agent.box.wait_hv_sync(timeout=30)            # the blocking flows go away
+        agent.inject("vif7", udp_to_p1(37002))
+        agent.wait_frames(mark, _on("vif1", lambda b: b.sport == 37002), 1, timeout)
+        time.sleep(GRACE)
+    obs.frames = h.frames_hex(agent.frames_since(mark, relevant))
+    obs.answered = bool(obs.sb) and any(pf.brief(bytes.fromhex(f)).sport == 37002
+                                        for f in obs.frames.get("vif1", []))
+    return obs
+
+
 def event_scenario(vip: str) -> Callable[[AgentBox, float], Observation]:
     """A TCP SYN from ls2-p4 to the empty LB VIP: trigger_event -> Controller_Event."""
     def run(agent: AgentBox, timeout: float) -> Observation:
@@ -443,6 +471,8 @@ def garp_scenario(agent: AgentBox, timeout: float) -> Observation:
         if ts <= first + GARP_LAST + GARP_SLACK:
             offsets.setdefault(frame.hex(), []).append(round(ts - first))
     obs.frames = {"br-phys": sorted(offsets)}
+    # a localnet VIF's GARP also upserts MAC_Binding rows on the peer routers
+    obs.sb = h.rows_matching("MAC_Binding", f" {h.P5_IP} ")(agent.sb_state())
     for key, sent in offsets.items():
         b = pf.brief(bytes.fromhex(key))
         what = "RARP" if b.eth_type == 0x8035 else f"GARP {b.arp_spa}"
@@ -498,6 +528,7 @@ CASES: list[Case] = [
     _nd_na_case("nd_na_router", "vif1", h.P1_MAC, h.P1_IP6, h.LR_LS1_IP6, ops.OP_ND_NA_ROUTER),
     Case("put_fdb", (ops.OP_PUT_FDB,), fdb_scenario),
     Case("bind_vport", (ops.OP_BIND_VPORT,), vport_scenario),
+    Case("rarp_activation", (ops.OP_ACTIVATION_STRATEGY_RARP,), activation_scenario),
     Case("empty_lb_event_v4", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP)),
     Case("empty_lb_event_v6", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP6)),
     Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
