@@ -42,6 +42,7 @@ from physical.lport import CanBind, can_bind_here  # noqa: F401  (CanBind re-exp
 log = structlog.get_logger("binding")
 _rl_notclaim = RateLimiter(per_minute=60, burst=5)
 _rl_dup = RateLimiter(per_minute=1, burst=5)
+_rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 CLAIM_TIME_THRESHOLD_MS = 500
 OVN_INSTALLED = "ovn-installed"
@@ -252,6 +253,10 @@ class Binder:
             self._local_lport_add(pb.logical_port)
             self._related_add(pb)
             return True
+        if lt is LportType.UNKNOWN:
+            # Skipped (not bound, no flows): a newer northd's port type.
+            log.warn_rl(_rl_unknown, f"Unknown port binding type [{pb.type}] for port binding "
+                        f"[{pb.logical_port}]. Does the ovn-controller need an update ?")
         return True
 
     def _consider_localport(self, pb: Any) -> bool:

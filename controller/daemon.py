@@ -71,6 +71,12 @@ def _ovs_rundir() -> str:
     return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
 
 
+def _of_probe_ms(knobs: Knobs) -> int:
+    """ovn-openflow-probe-interval (seconds, 0 = off) in ms; at least 5 s as rconn."""
+    secs = knobs["ovn-openflow-probe-interval"] or 0
+    return max(5, secs) * 1000 if secs > 0 else 0
+
+
 def _override_file() -> str:
     return os.path.join(os.environ.get("OVN_SYSCONFDIR", "/etc/ovn"), "system-id-override")
 
@@ -315,10 +321,17 @@ class Daemon:
         probe = knobs["ovn-remote-probe-interval"]
         if probe is None:
             probe = dbmod.default_sb_probe_interval(remote)
-        if self.sb is None or remote != self.sb_remote:
-            if self.sb is not None:
-                log.info(f"OVNSB remote changed to {remote}")
+        if self.sb is not None and remote != self.sb_remote:
+            log.info(f"OVNSB remote changed to {remote}")
+            if self.sb.set_remote(remote):
+                # Same IDL, same replica: the installed flows stay until the
+                # new server's contents arrive (the reconnection forces the
+                # recompute that replaces them in one round).
+                self.sb_remote = remote
+            else:
                 self.sb.close()
+                self.sb = None
+        if self.sb is None:
             self.sb = dbmod.open_sb(remote, probe)
             self.sb_remote = remote
             self._sb_loaded = False
@@ -344,14 +357,22 @@ class Daemon:
         target = self._ofctrl_target(knobs, br_int.name)
         if self.session is None or target != self.session_target:
             if self.session is not None:
+                # The OpenFlow connection goes to another bridge: like the C
+                # agent when its ofctrl connection drops, forget the seqno
+                # requests and the interface states (so ports released
+                # meanwhile are not marked down in the SB).
                 self.session.close()
-            probe_s = knobs["ovn-openflow-probe-interval"] or 0
+                self.seqno.flush()
+                self.if_mgr.clear()
             self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
                                          meters=self.meters,
-                                         probe_interval_ms=probe_s * 1000,
+                                         probe_interval_ms=_of_probe_ms(knobs),
                                          wait_before_clear_ms=knobs[
                                              "ovn-ofctrl-wait-before-clear"] or 0)
             self.session_target = target
+        probe_ms = _of_probe_ms(knobs)          # re-read each iteration, as C
+        if self.session.conn.fsm.get_probe_interval() != probe_ms:
+            self.session.conn.set_probe_interval(probe_ms)
         was_connected = self.session.is_connected()
         if self.session.run():
             self.engine.set_force_recompute(

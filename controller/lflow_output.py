@@ -30,6 +30,7 @@ import structlog
 from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
+from controller.encaps import parse_tunnel_id
 from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.vlog import RateLimiter
 from controller.local_data import TrackedType, opt_first
@@ -256,8 +257,9 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
                 ofp = opt_first(ifaces[0].ofport)
             except AttributeError:
                 continue
-            if isinstance(ofp, int) and ofp > 0:
-                found.setdefault(tid.partition("@")[0], ofp)
+            parsed = parse_tunnel_id(tid)       # none for an encap ip ""
+            if isinstance(ofp, int) and ofp > 0 and parsed is not None:
+                found.setdefault(parsed[0], ofp)
         return found
 
     def tunnel_ofport(dp_key: int, name: str) -> int | None:

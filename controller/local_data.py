@@ -30,7 +30,6 @@ from physical.lport import ha_group_is_active  # noqa: F401  (re-exported)
 
 log = structlog.get_logger("binding")
 _rl_deep = RateLimiter(per_minute=60, burst=1)
-_rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 
 class LportType(enum.Enum):
@@ -62,11 +61,7 @@ def lport_type(pb: Any) -> LportType:
     t = pb.type
     if t == "":
         return LportType.CONTAINER if opt_first(pb.parent_port) else LportType.VIF
-    lt = _TYPE_BY_NAME.get(t)
-    if lt is None:
-        log.warn_rl(_rl_unknown, f"Unknown port binding type {t} for lport {pb.logical_port}")
-        return LportType.UNKNOWN
-    return lt
+    return _TYPE_BY_NAME.get(t, LportType.UNKNOWN)
 
 
 # ------------------------------------------------------------------ HA groups

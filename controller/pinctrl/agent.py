@@ -85,7 +85,8 @@ class Pinctrl:
                   if sb.has_table(n)}
         self.writer.track(tables, tracker)
         if chassis is not None:
-            self.snapshots.run(chassis.name, local_datapaths, idx.pbs_on_datapath, tracker)
+            dns = (lambda: sb.table("DNS").values()) if sb.has_table("DNS") else None
+            self.snapshots.run(chassis.name, local_datapaths, idx.pbs_on_datapath, tracker, dns)
         txn = sb.txn
         self._had_txn = txn is not None and chassis is not None
         batch = self.work.take(self._had_txn)

@@ -47,6 +47,7 @@ from controller.coverage import COVERAGE, Coverage
 from controller.indexes import UniqueIndex
 from controller.pinctrl.outcome import (
     ActivationIntent, EventIntent, FdbIntent, MacBindingIntent, SbIntent, VportIntent)
+from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache, dns_cache_from_sb
 from controller.pinctrl.state import LocalSnapshot, PortInfo
 from controller.vlog import RateLimiter, get_logger
 
@@ -371,13 +372,21 @@ class SnapshotPublisher:
         self._key_of: dict[uuidlib.UUID, tuple[int, int]] = {}
         self._dps: dict[uuidlib.UUID, int] = {}
         self._chassis = ""
+        self._dns: DnsCache = EMPTY_DNS_CACHE
+        self._dns_loaded = False
         self.version = 0
 
     def run(self, chassis_name: str, local_datapaths: Mapping[uuidlib.UUID, Any],
-            pbs_on_datapath: Callable[[uuidlib.UUID], Iterable[Any]], tracker: Any) -> bool:
-        """Update from this iteration's state; True when a new snapshot was published."""
+            pbs_on_datapath: Callable[[uuidlib.UUID], Iterable[Any]], tracker: Any,
+            dns_rows: Callable[[], Iterable[Any]] | None = None) -> bool:
+        """Update from this iteration's state; True when a new snapshot was published.
+        ``dns_rows`` gives the SB DNS rows; the DNS cache is rebuilt when they change."""
         dps = {u: int(ld.key) for u, ld in local_datapaths.items()}
         changed = False
+        if dns_rows is not None and (not self._dns_loaded or tracker.reset
+                                     or tracker.has_changes("DNS")):
+            self._dns, self._dns_loaded = dns_cache_from_sb(dns_rows()), True
+            changed = True
         if dps != self._dps or chassis_name != self._chassis or tracker.reset:
             self._dps, self._chassis = dps, chassis_name
             self._ports.clear()
@@ -402,7 +411,7 @@ class SnapshotPublisher:
             self.version += 1
             ports = list(self._ports.values())
             self._publish(LocalSnapshot.build(chassis_name, ports, frozenset(dps.values()),
-                                              self.version))
+                                              self.version, self._dns))
         return changed
 
     def _file(self, pb: Any, dp_key: int) -> None:

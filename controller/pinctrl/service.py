@@ -325,7 +325,11 @@ class PinctrlService:
         notify = False
         for intent in out.intents:
             if isinstance(intent, LogIntent):
-                get_logger(intent.module).log(_LEVELS.get(intent.level, INFO), intent.text)
+                level = _LEVELS.get(intent.level, INFO)
+                if intent.rate_limit is None:
+                    get_logger(intent.module).log(level, intent.text)
+                else:
+                    get_logger(intent.module).log_rl(intent.rate_limit, level, intent.text)
             elif isinstance(intent, BufferIntent):
                 self.buffered.add(intent)
             else:
