@@ -220,8 +220,17 @@ class AgentBox:
             raise
 
     def restart_if_dead(self, timeout: float = 120.0) -> str | None:
-        """If the agent has exited: restart it (same sandbox, state kept) and
-        return the last lines of its log (the crash); else None."""
+        """If the agent (or ovs-vswitchd: its 3.1 userspace conntrack can abort,
+        sandbox-recipe pitfall 3) has exited: restart it (same sandbox, state
+        kept) and say what died, with the agent's last errors; else None."""
+        vswitchd = self.box.daemons.get("vswitchd")
+        if vswitchd is None or not vswitchd.alive():
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            self.box.restart_vswitchd()
+            self.box.wait_hv_sync(timeout=timeout)
+            return "ovs-vswitchd exited (restarted)"
         if self.box.controller_alive():
             return None
         log = self.log_path()
@@ -280,7 +289,9 @@ class AgentBox:
                      ) -> dict[str, list[bytes]]:
         out: dict[str, list[bytes]] = {}
         for port in CAPTURE_PORTS:
-            frames = read_pcap(self.pcap_path(port))[mark.frames.get(port, 0):]
+            frames = read_pcap(self.pcap_path(port))
+            seen = mark.frames.get(port, 0)
+            frames = frames[seen:] if len(frames) >= seen else frames   # re-created file
             out[port] = [f for f in frames if relevant is None or relevant(port, f)]
         return out
 
