@@ -336,9 +336,13 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.1f} (2 shared cores)")
     print(table(results))
     if args.json is not None:
+        meta = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "duration_s": args.duration, "reps": args.reps, "batch": args.batch,
+                "loadavg_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
         args.json.write_text(json.dumps(
-            {k: [asdict(s) | {"rate": s.rate, "offered_rate": s.offered_rate} for s in v]
-             for k, v in runs.items()}, indent=1) + "\n")
+            {"meta": meta, "table": table(results).splitlines()}
+            | {k: [asdict(s) | {"rate": s.rate, "offered_rate": s.offered_rate} for s in v]
+               for k, v in runs.items()}, indent=1) + "\n")
     return 0
 
 
