@@ -117,6 +117,7 @@ def exchange(agent: AgentBox, timeout: float, iface: str, frames: list[bytes],
 
 # ---------------------------------------------------------------- neighbour resolution
 
+PROTO_GRE = 47            # neither TCP, UDP nor SCTP: "protocol unreachable"
 UNKNOWN_HOST_MAC = "0a:00:00:02:00:21"
 UNKNOWN_HOST_MAC6 = "0a:00:00:02:00:61"
 GW_MAC, GW_MAC6 = "0a:00:00:00:99:fe", "0a:00:00:00:99:fd"
@@ -223,15 +224,18 @@ def reply_scenario(iface: str, frame: Callable[[], bytes], out_port: str,
 
 def _l4_to(dst: str, proto: int, dport: int, sport: int, *, src_mac: str = h.P1_MAC,
            dst_mac: str = h.LR_LS1_MAC, ttl: int = 64) -> Callable[[], bytes]:
-    """A TCP SYN / UDP / SCTP INIT from ls1-p1 to ``dst``:``dport``."""
+    """A TCP SYN / UDP / SCTP INIT from ls1-p1 to ``dst``:``dport`` (any other
+    protocol: a GRE-like 4-byte header and a payload, no ports)."""
     def build() -> bytes:
         src = h.P1_IP6 if ":" in dst else h.P1_IP
         if proto == pf.PROTO_TCP:
             l4 = pf.tcp(src, dst, sport, dport, seq=0x01020304)
         elif proto == pf.PROTO_UDP:
             l4 = pf.udp(src, dst, sport, dport, b"payload")
-        else:
+        elif proto == pf.PROTO_SCTP:
             l4 = pf.sctp_init(sport, dport, 0x0A0B0C0D)
+        else:
+            l4 = b"\x00\x00\x08\x00" + b"other-protocol"
         return pf.ip_frame(src_mac, dst_mac, src, dst, proto, l4, ttl=ttl)
     return build
 
@@ -524,6 +528,10 @@ CASES: list[Case] = [
                35005),
     _port_case("router_sctp_abort_v6", h.LR2_IP6, pf.PROTO_SCTP, ops.OP_SCTP_ABORT,
                h.LR2_MAC, 35006),
+    _port_case("router_proto_unreachable_v4", h.LR2_IP, PROTO_GRE, ops.OP_ICMP, h.LR2_MAC,
+               35007),
+    _port_case("router_proto_unreachable_v6", h.LR2_IP6, PROTO_GRE, ops.OP_ICMP, h.LR2_MAC,
+               35008),
     _nd_na_case("nd_na_vif", "vif2", h.P2_MAC, h.P2_IP6, h.P1_IP6, ops.OP_ND_NA),
     _nd_na_case("nd_na_router", "vif1", h.P1_MAC, h.P1_IP6, h.LR_LS1_IP6, ops.OP_ND_NA_ROUTER),
     Case("put_fdb", (ops.OP_PUT_FDB,), fdb_scenario),
