@@ -18,6 +18,18 @@ share one run:
   the case is a strict xfail, so it turns into a failure the moment the
   opcode is registered but answers differently (or into a pass).
 
+Cases (CASES): ARP and ND resolution with buffered-packet release (router
+and gateway port), buffered-packet expiry, MAC_Binding update, TTL / hop
+limit exceeded (from a VIF and through the gateway port), frag-needed and
+packet-too-big (gateway_mtu), reject ACL answers for TCP/UDP/SCTP over IPv4
+and IPv6 (and no answer to an RST), a plain router's RST / port- and
+protocol-unreachable / SCTP ABORT, nd_na and nd_na_router, put_fdb,
+bind_vport, empty_lb_backends events (v4, v6), RARP activation of a
+multichassis port, ACL log lines (one, and a burst through the ACL meter),
+GARP/RARP announcements with their schedule, inject-pkt. An agent that exits
+during a case is restarted for the next one and the case fails with its last
+errors.
+
 ``OVNPY_PINCTRL_DUMP=FILE`` writes every observation (both agents) as JSON.
 """
 
