@@ -305,3 +305,42 @@ def test_sb_wiped_while_northd_repopulates_keeps_flows(sandbox_factory: SandboxF
         assert sampler.minimum >= min(start, end) - 10, f"rep {rep}: dipped to {sampler.minimum}"
         assert box.sbctl("--bare", "--columns=name", "find", "Chassis",
                          f"name={box.chassis}").strip() == box.chassis
+
+
+# ---------------------------------------------------------------- local OVS daemons
+
+
+def start_ovsdb(box: Sandbox) -> None:
+    """The local ovsdb-server again, same command line as Sandbox.start()."""
+    box._ovs_daemon("ovsdb", "ovsdb-server", [
+        f"--remote=punix:{box.run}/db.sock",
+        "--remote=db:Open_vSwitch,Open_vSwitch,manager_options", str(box.run / "conf.db")],
+        base="ovsdb-server")
+
+
+@pytest.mark.parametrize("role", ["ovsdb", "vswitchd"])
+def test_local_ovs_daemon_kill9_waits_quietly_then_converges(
+        sandbox_factory: SandboxFactory, role: str) -> None:
+    """The local ovsdb-server or ovs-vswitchd killed -9 for 8 s: the agent
+    waits without burning CPU and, once it is back, br-int has the same
+    flows and nothing of the chassis state is lost."""
+    box = rich_agent(sandbox_factory)
+    before = sorted(box.dump_flows(names=False))
+    kept = Survivors.take(box)
+    cpu = CpuMeter(agent(box).pid)
+    kill9(box, role)
+    cpu.start()
+    time.sleep(8)
+    cpu.stop()
+    assert box.controller_alive()
+    if role == "ovsdb":
+        start_ovsdb(box)
+    else:
+        box.restart_vswitchd()
+    box.wait_hv_sync(timeout=60)
+    wait_until(lambda: sorted(box.dump_flows(names=False)) == before, timeout=30,
+               what="the same flows", box=box)
+    print(f"\n[py] {role} kill -9 for {cpu.wall:.1f}s: agent CPU {cpu.cpu:.2f}s "
+          f"({cpu.share:.1%})")
+    assert cpu.share < IDLE_CPU_SHARE, f"{cpu.cpu:.2f}s CPU in {cpu.wall:.1f}s: busy loop"
+    assert Survivors.take(box) == kept
