@@ -553,7 +553,8 @@ def run_daemon(options: Options) -> int:
         if options.pidfile:
             write_pidfile(options.pidfile)
         install_fatal_signal_handlers(options.pidfile)
-        log.info(f"OVN internal version is : [{getattr(daemon, 'INTERNAL_VERSION', '?')}]")
+        if hasattr(daemon, "INTERNAL_VERSION"):
+            log.info(f"OVN internal version is : [{daemon.INTERNAL_VERSION}]")
         log.info(f"{version.PACKAGE} {version.__version__} starting as {version.PROGRAM}",
                  pid=os.getpid())
         if not getattr(daemon, "SIGNALS_READY", False):

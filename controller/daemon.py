@@ -73,6 +73,12 @@ def _ovs_rundir() -> str:
     return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
 
 
+def _of_probe_ms(knobs: Knobs) -> int:
+    """ovn-openflow-probe-interval (seconds, 0 = off) in ms; at least 5 s as rconn."""
+    secs = knobs["ovn-openflow-probe-interval"] or 0
+    return max(5, secs) * 1000 if secs > 0 else 0
+
+
 def _override_file() -> str:
     return os.path.join(os.environ.get("OVN_SYSCONFDIR", "/etc/ovn"), "system-id-override")
 
@@ -138,7 +144,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
-        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
+        self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -383,13 +389,15 @@ class Daemon:
                 self.session.close()
                 self.seqno.flush()
                 self.if_mgr.clear()
-            probe_s = knobs["ovn-openflow-probe-interval"] or 0
             self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
                                          meters=self.meters,
-                                         probe_interval_ms=probe_s * 1000,
+                                         probe_interval_ms=_of_probe_ms(knobs),
                                          wait_before_clear_ms=knobs[
                                              "ovn-ofctrl-wait-before-clear"] or 0)
             self.session_target = target
+        probe_ms = _of_probe_ms(knobs)          # re-read each iteration, as C
+        if self.session.conn.fsm.get_probe_interval() != probe_ms:
+            self.session.conn.set_probe_interval(probe_ms)
         was_connected = self.session.is_connected()
         if self.session.run():
             self.engine.set_force_recompute(
@@ -408,10 +416,11 @@ class Daemon:
     def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
         """Packet-in services: own connection (a thread), SB writes in this txn."""
         if self.pinctrl is None:
-            from controller.pinctrl.sb_writes import Pinctrl
+            from controller.pinctrl.agent import Pinctrl
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
-                         self.chassis, self.st.rt.local_datapaths)
+                         self.chassis, self.st.rt.local_datapaths, br_int,
+                         self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
     def inject_pkt(self, microflow: str) -> str | None:
         """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
@@ -576,6 +585,7 @@ class Daemon:
             ls.stage_done("ofctrl-put")
             if br_int is not None and not self.exiting:
                 self._run_pinctrl(knobs, br_int)
+                ls.stage_done("pinctrl")
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or

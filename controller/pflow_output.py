@@ -386,7 +386,7 @@ class PflowOutput:
 
         def lb_dp_is_new(lb: Any) -> bool:
             dps = list(lb.datapaths)
-            grp = first(lb.datapath_group)
+            grp = opt_first(lb.datapath_group)
             if grp is not None:
                 dps += list(grp.datapaths)
             return any(dp.uuid in new_dps for dp in dps)
@@ -466,7 +466,3 @@ class PflowOutput:
             if "options" in tr.old or "ipsec" in tr.old:
                 return UNHANDLED
         return HANDLED_UNCHANGED
-
-
-def first(value: Any) -> Any:
-    return opt_first(value)

@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import syslog
 import threading
 import time
 import traceback
@@ -53,6 +51,10 @@ from typing import IO, Any
 
 import structlog
 from structlog.typing import EventDict, WrappedLogger
+
+from controller.vlog_format import (DEFAULT_PATTERNS, SYSLOG_FACILITIES, SYSLOG_PREFIX,
+                                    LibcSyslog, Piece, Record, SocketSyslog, Syslog,
+                                    compile_pattern, render_pattern)
 
 # OVS order: a larger number is more verbose.
 OFF, EMER, ERR, WARN, INFO, DBG = range(6)
@@ -64,19 +66,8 @@ _LEVEL_BY_NAME.update({"debug": DBG, "warning": WARN, "error": ERR, "critical": 
 DESTINATIONS = ("console", "syslog", "file")
 CONSOLE, SYSLOG, FILE = range(3)
 _DEFAULT_LEVELS = [INFO, INFO, INFO]     # OVS defaults: every destination at INFO
-DEFAULT_PATTERNS = (
-    "%D{%Y-%m-%dT%H:%M:%SZ}|%05N|%c%T|%p|%m",          # console
-    "ovs|%05N|%c%T|%p|%m",                              # syslog
-    "%D{%Y-%m-%dT%H:%M:%S.###Z}|%05N|%c%T|%p|%m",      # file
-)
-SYSLOG_PREFIX = "<%B> %D{%h %e %T} %E %A:"
-SYSLOG_FACILITIES = ("kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news",
-                     "uucp", "clock", "authpriv", "ftp", "ntp", "audit", "alert", "clock2",
-                     "local0", "local1", "local2", "local3", "local4", "local5", "local6",
-                     "local7")
 # syslog severity of each level (OFF never reaches it)
 _SYSLOG_SEVERITY = (7, 0, 3, 4, 6, 7)
-
 # structlog method name -> OVS level
 _METHOD_LEVEL = {
     "debug": DBG, "dbg": DBG, "info": INFO, "msg": INFO, "warning": WARN, "warn": WARN,
@@ -148,183 +139,19 @@ class _Module:
         self.max_level = active
 
 
-# --------------------------------------------------------------------------- patterns
-
-# One compiled piece of a pattern: (conversion, left-justify, zero-pad, width,
-# argument); conversion "" is a literal held in the argument.
-_Piece = tuple[str, bool, bool, int, str]
-_CONVERSIONS = "ABcdDEmNnpPrtT%"
-
-
-def compile_pattern(pattern: str) -> list[_Piece]:
-    """Parse OVS's %-escapes ("%05N", "%-10c", "%D{%H:%M}"); unknown escapes
-    are kept as text, as OVS does."""
-    out: list[_Piece] = []
-    i, n, lit = 0, len(pattern), []
-    while i < n:
-        ch = pattern[i]
-        if ch != "%" or i + 1 >= n:
-            lit.append(ch)
-            i += 1
-            continue
-        j = i + 1
-        left = zero = False
-        if pattern[j] == "-":
-            left, j = True, j + 1
-        if j < n and pattern[j] == "0":
-            zero, j = True, j + 1
-        k = j
-        while k < n and pattern[k].isdigit():
-            k += 1
-        width = int(pattern[j:k]) if k > j else 0
-        if k >= n or pattern[k] not in _CONVERSIONS:
-            lit.append(pattern[i:k + 1])
-            i = k + 1
-            continue
-        conv, arg = pattern[k], ""
-        k += 1
-        if conv in "dD" and k < n and pattern[k] == "{":
-            end = pattern.find("}", k)
-            if end > 0:
-                arg, k = pattern[k + 1:end], end + 1
-        if lit:
-            out.append(("", False, False, 0, "".join(lit)))
-            lit = []
-        out.append((conv, left, zero, width, arg))
-        i = k
-    if lit:
-        out.append(("", False, False, 0, "".join(lit)))
-    return out
-
-
-def _strftime(fmt: str, now: float, utc: bool) -> str:
-    fmt = fmt or "%Y-%m-%d %H:%M:%S.###"
-    hashes = fmt.count("#")
-    text = time.strftime(fmt.replace("#", ""), time.gmtime(now) if utc else time.localtime(now))
-    if hashes:
-        frac = f"{now - int(now):.9f}"[2:2 + hashes]
-        head = fmt.split("#", 1)[0]
-        cut = len(time.strftime(head, time.gmtime(now) if utc else time.localtime(now)))
-        text = text[:cut] + frac + text[cut:]
-    return text
-
-
-def render_pattern(pieces: list[_Piece], *, seq: int, module: str, level: int, text: str,
-                   now: float) -> str:
-    parts = []
-    for conv, left, zero, width, arg in pieces:
-        if conv == "":
-            parts.append(arg)
-            continue
-        if conv == "m":
-            value = text
-        elif conv == "c":
-            value = module
-        elif conv == "p":
-            value = LEVEL_NAMES[level]
-        elif conv == "N":
-            value = str(seq)
-        elif conv == "D":
-            value = _strftime(arg or "%Y-%m-%d %H:%M:%S", now, True)
-        elif conv == "d":
-            value = _strftime(arg or "%Y-%m-%d %H:%M:%S", now, False)
-        elif conv == "A":
-            value = _program()
-        elif conv == "B":
-            value = str(_syslog_priority(level))
-        elif conv == "E":
-            value = socket.gethostname()
-        elif conv == "P":
-            value = str(os.getpid())
-        elif conv == "r":
-            value = str(int((now - _STATE.start) * 1000))
-        elif conv == "t":
-            value = "main"
-        elif conv == "n":
-            value = "\n"
-        elif conv == "%":
-            value = "%"
-        else:                   # "T": subprogram in parentheses, none in the main thread
-            value = ""
-        if width and len(value) < width:
-            value = value.ljust(width) if left else value.rjust(width, "0" if zero else " ")
-        parts.append(value)
-    return "".join(parts)
-
-
 def _program() -> str:
     from controller import version
     return version.PROGRAM
 
 
-def _syslog_priority(level: int) -> int:
-    return SYSLOG_FACILITIES.index(_STATE.facility) * 8 + _SYSLOG_SEVERITY[level]
-
-
-# --------------------------------------------------------------------------- syslog
-
-
-class _Syslog:
-    """Where syslog-destination messages go (--syslog-method)."""
-
-    def send(self, level: int, message: str) -> None:
-        raise NotImplementedError
-
-
-class _LibcSyslog(_Syslog):
-    """syslog(3), OVS's default method."""
-
-    __slots__ = ("opened",)
-
-    def __init__(self) -> None:
-        self.opened: tuple[str, str] | None = None
-
-    def send(self, level: int, message: str) -> None:
-        key = (_program(), _STATE.facility)
-        if self.opened != key:
-            syslog.openlog(key[0], syslog.LOG_NDELAY,
-                           SYSLOG_FACILITIES.index(key[1]) * 8)
-            self.opened = key
-        syslog.syslog(_SYSLOG_SEVERITY[level], message)
-
-
-class _SocketSyslog(_Syslog):
-    """unix:PATH (datagram) or udp:HOST:PORT, with OVS's RFC 3164 prefix."""
-
-    __slots__ = ("sock", "address")
-
-    def __init__(self, method: str) -> None:
-        kind, _, where = method.partition(":")
-        if kind == "unix" and where:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self.address: Any = where
-        elif kind == "udp" and ":" in where:
-            host, _, port = where.rpartition(":")
-            self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
-                                      socket.SOCK_DGRAM)
-            self.address = (host.strip("[]"), int(port))
-        else:
-            raise ValueError(f"unknown syslog method {method!r} "
-                             "(use libc, unix:FILE or udp:IP:PORT)")
-        self.sock.setblocking(False)
-
-    def send(self, level: int, message: str) -> None:
-        prefix = render_pattern(compile_pattern(SYSLOG_PREFIX), seq=_STATE.seq,
-                                module="", level=level, text="", now=time.time())
-        try:
-            self.sock.sendto(f"{prefix} {message}".encode("utf-8", "replace"), self.address)
-        except OSError:
-            pass
-
-
 def set_syslog_method(method: str | None) -> None:
     """--syslog-method=(libc|unix:FILE|udp:IP:PORT); None or "libc" = syslog(3)."""
-    _STATE.syslog = _LibcSyslog() if not method or method == "libc" else _SocketSyslog(method)
+    _STATE.syslog = LibcSyslog() if not method or method == "libc" else SocketSyslog(method)
 
 
 def add_syslog_target(target: str) -> None:
     """--syslog-target=HOST:PORT: also send syslog messages there over UDP."""
-    _STATE.syslog_targets.append(_SocketSyslog(f"udp:{target}"))
+    _STATE.syslog_targets.append(SocketSyslog(f"udp:{target}"))
 
 
 class _State:
@@ -341,10 +168,10 @@ class _State:
         self.console: IO[str] | None = None
         self.patterns = list(DEFAULT_PATTERNS)
         # None = the default pattern of that destination (fast path)
-        self.compiled: list[list[_Piece] | None] = [None, None, None]
+        self.compiled: list[list[Piece] | None] = [None, None, None]
         self.facility = "daemon"
-        self.syslog: _Syslog = _LibcSyslog()
-        self.syslog_targets: list[_Syslog] = []       # --syslog-target=HOST:PORT
+        self.syslog: Syslog = LibcSyslog()
+        self.syslog_targets: list[Syslog] = []       # --syslog-target=HOST:PORT
         self.start = time.time()
 
 
@@ -449,14 +276,18 @@ class _Sink:
             seq = _STATE.seq
             now = time.time()
             compiled = _STATE.compiled
+            rec: Record | None = None
+            if any(p is not None for p in compiled) or to_syslog:
+                rec = Record(seq, module, LEVEL_NAMES[level], text, now, _program(),
+                             SYSLOG_FACILITIES.index(_STATE.facility) * 8
+                             + _SYSLOG_SEVERITY[level], _STATE.start)
             if to_console:
                 pat = compiled[CONSOLE]
-                if pat is None:
+                if pat is None or rec is None:
                     line = (f"{_timestamp(now, False)}|{seq:05d}|{module}|"
                             f"{LEVEL_NAMES[level]}|{text}\n")
                 else:
-                    line = render_pattern(pat, seq=seq, module=module,
-                                          level=level, text=text, now=now) + "\n"
+                    line = render_pattern(pat, rec) + "\n"
                 stream = _STATE.console or sys.stderr
                 try:
                     stream.write(line)
@@ -465,27 +296,23 @@ class _Sink:
                     pass
             if to_file and _STATE.log_file is not None:
                 pat = compiled[FILE]
-                if pat is None:
+                if pat is None or rec is None:
                     line = (f"{_timestamp(now)}|{seq:05d}|{module}|"
                             f"{LEVEL_NAMES[level]}|{text}\n")
                 else:
-                    line = render_pattern(pat, seq=seq, module=module,
-                                          level=level, text=text, now=now) + "\n"
+                    line = render_pattern(pat, rec) + "\n"
                 try:
                     _STATE.log_file.write(line)
                     _STATE.log_file.flush()
                 except (OSError, ValueError):
                     pass
-            if to_syslog:
+            if to_syslog and rec is not None:
                 pat = compiled[SYSLOG]
-                if pat is None:
-                    msg = f"ovs|{seq:05d}|{module}|{LEVEL_NAMES[level]}|{text}"
-                else:
-                    msg = render_pattern(pat, seq=seq, module=module,
-                                         level=level, text=text, now=now)
+                msg = (f"ovs|{seq:05d}|{module}|{LEVEL_NAMES[level]}|{text}" if pat is None
+                       else render_pattern(pat, rec))
                 for dest in (_STATE.syslog, *_STATE.syslog_targets):
                     try:
-                        dest.send(level, msg)
+                        dest.send(rec, msg)
                     except (OSError, ValueError):
                         pass
 
@@ -868,7 +695,7 @@ def reset() -> None:
     _STATE.patterns[:] = DEFAULT_PATTERNS
     _STATE.compiled[:] = [None, None, None]
     _STATE.facility = "daemon"
-    _STATE.syslog = _LibcSyslog()
+    _STATE.syslog = LibcSyslog()
     _STATE.syslog_targets = []
     _STATE.seq = 0
     _STATE.console = None

@@ -36,6 +36,8 @@ import structlog
 from ofctrl import messages as m
 
 log = structlog.get_logger("ofctrl.conn")
+# Connection state changes, worded as the C agent's rconn module logs them.
+rconn_log = structlog.get_logger("rconn")
 
 Target = str | Callable[[], socket.socket]
 
@@ -178,8 +180,9 @@ class Connection:
         if action == ovs.reconnect.CONNECT:
             self._connect(now)
         elif action == ovs.reconnect.DISCONNECT:
-            log.info("connection dropped (inactivity)", target=self.name)
-            self._disconnect(0)
+            rconn_log.error(f"{self.name}: no response to inactivity probe after "
+                            f"{self.fsm.get_probe_interval() // 1000} seconds, disconnecting")
+            self._disconnect(errno.ETIMEDOUT)
         elif action == ovs.reconnect.PROBE and self.version is not None:
             self.send(m.echo_request(self.next_xid()))
         if self.sock is not None:
@@ -200,14 +203,18 @@ class Connection:
 
     def _connect(self, now: int) -> None:
         self.fsm.connecting(now)
+        rconn_log.info(f"{self.name}: connecting...")
         try:
             if isinstance(self.target, str):
                 sock = open_target(self.target)
             else:
                 sock = self.target()
         except OSError as exc:
-            log.debug("connection attempt failed", target=self.name, error=str(exc))
-            self.fsm.connect_failed(now, exc.errno or errno.ECONNREFUSED)
+            error = exc.errno or errno.ECONNREFUSED
+            rconn_log.warning(f"{self.name}: connection failed ({os.strerror(error)})")
+            self.fsm.connect_failed(now, 0)
+            rconn_log.info(f"{self.name}: waiting {self.fsm.backoff // 1000} seconds "
+                           "before reconnect")
             return
         sock.setblocking(False)
         self.sock = sock
@@ -234,9 +241,10 @@ class Connection:
     def _disconnect(self, error: int) -> None:
         was_up = self.version is not None
         self._close_socket()
-        self.fsm.disconnected(ovs.timeval.msec(), error)
+        # The reason was logged (rconn_log); the quiet FSM only needs the event.
+        self.fsm.disconnected(ovs.timeval.msec(), 0)
         if was_up:
-            log.info("disconnected", target=self.name, error=error)
+            log.debug("disconnected", target=self.name, error=error)
 
     # ------------------------------------------------------------ tx
     def _queue(self, msg: bytes) -> None:
@@ -310,10 +318,12 @@ class Connection:
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as exc:
-                self._disconnect(exc.errno or errno.ECONNRESET)
+                error = exc.errno or errno.ECONNRESET
+                rconn_log.warning(f"{self.name}: connection dropped ({os.strerror(error)})")
+                self._disconnect(error)
                 return
             if not data:
-                log.info("connection closed by peer", target=self.name)
+                rconn_log.info(f"{self.name}: connection closed by peer")
                 self._disconnect(errno.ECONNRESET)
                 return
             got += len(data)
@@ -358,7 +368,7 @@ class Connection:
             self.version = m.OFP15_VERSION
             self.seqno += 1
             self.datapath_id = None
-            log.info("connected", target=self.name)
+            rconn_log.info(f"{self.name}: connected")
             self._features_xid = self.next_xid()
             self._queue(m.features_request(self._features_xid))
             return

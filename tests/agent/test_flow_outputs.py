@@ -1,6 +1,7 @@
 import uuid
 
-from controller.lflow_output import ExtendBridge, RefIndex
+from controller.lflow.compile import RefIndex
+from controller.lflow_output import ExtendBridge
 from tests.agent.fakes import FakeRow
 
 
@@ -136,6 +137,9 @@ def _shared_clause_output():
     compiled: list[str] = []
 
     class Compiler:
+        def forget_lflow(self, lflow_uuid):
+            pass
+
         def compile_lflow_local(self, row):
             compiled.append(row.name)
             flows = [Flow(44, 2003, f"tp_dst={p}", (Conjunction(row.conj, 2, 2),))
