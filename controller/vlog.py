@@ -163,7 +163,8 @@ class _State:
         self.log_file: IO[str] | None = None
         self.log_path: str | None = None
         self.seq = 0
-        self.lock = threading.Lock()
+        # reentrant: a fatal-signal handler may log while the main thread holds it
+        self.lock = threading.RLock()
         # None means "whatever sys.stderr is at write time" (pytest capture friendly).
         self.console: IO[str] | None = None
         self.patterns = list(DEFAULT_PATTERNS)
