@@ -25,7 +25,6 @@ claimed it is postponed (anti flip-flop).  Log lines follow the C agent.
 
 from __future__ import annotations
 
-import enum
 import time
 import uuid as uuidlib
 from typing import Any, Iterable, Mapping
@@ -38,21 +37,17 @@ from controller.vlog import RateLimiter
 from controller.local_data import (LocalDatapath, LportType, TrackedDatapaths, TrackedType,
                                    add_local_datapath, ha_group_contains, ha_group_is_active,
                                    lport_type, opt_first, related_id)
+from physical.lport import CanBind, can_bind_here  # noqa: F401  (CanBind re-exported)
 
 log = structlog.get_logger("binding")
 _rl_notclaim = RateLimiter(per_minute=60, burst=5)
 _rl_dup = RateLimiter(per_minute=1, burst=5)
+_rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 CLAIM_TIME_THRESHOLD_MS = 500
 OVN_INSTALLED = "ovn-installed"
 OVN_INSTALLED_TS = "ovn-installed-ts"
 TUNNEL_TYPES = frozenset(("geneve", "vxlan", "stt", "patch", "gre", "erspan", "ip6erspan"))
-
-
-class CanBind(enum.Enum):
-    CANNOT = 0
-    MAIN = 1
-    ADDITIONAL = 2
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -65,23 +60,6 @@ def pb_chassis(pb: Any) -> Any | None:
 
 def is_additional_chassis(pb: Any, chassis: Any) -> bool:
     return any(_same(c, chassis) for c in pb.additional_chassis)
-
-
-def can_bind_here(chassis: Any, pb: Any) -> CanBind:
-    """``lport_can_bind_on_this_chassis``."""
-    if _same(opt_first(pb.requested_chassis), chassis):
-        return CanBind.MAIN
-    if any(_same(c, chassis) for c in pb.requested_additional_chassis):
-        return CanBind.ADDITIONAL
-    opt = pb.options.get("requested-chassis")
-    if not opt:
-        return CanBind.MAIN
-    result = CanBind.MAIN
-    for name in (x for x in opt.split(",") if x):
-        if name == chassis.name or name == chassis.hostname:
-            return result
-        result = CanBind.ADDITIONAL
-    return CanBind.CANNOT
 
 
 def iface_ofport(iface: Any) -> int:
@@ -275,6 +253,10 @@ class Binder:
             self._local_lport_add(pb.logical_port)
             self._related_add(pb)
             return True
+        if lt is LportType.UNKNOWN:
+            # Skipped (not bound, no flows): a newer northd's port type.
+            log.warn_rl(_rl_unknown, f"Unknown port binding type [{pb.type}] for port binding "
+                        f"[{pb.logical_port}]. Does the ovn-controller need an update ?")
         return True
 
     def _consider_localport(self, pb: Any) -> bool:

@@ -267,7 +267,3 @@ def br_datapath(ovs_txn: Any | None, ovs_tables: Mapping[str, Any], ovs_row: Any
     cur[dp_type] = row
     ovs_row.datapaths = cur
     return None
-
-
-def first_row(rows: Mapping[Any, Any]) -> Any | None:
-    return _first_row(rows)

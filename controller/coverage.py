@@ -52,7 +52,7 @@ class Coverage:
         now = now_ms if now_ms is not None else time.monotonic() * 1000
         while now >= self._next_run:
             slot = self._idx % MIN_AVG_LEN
-            for c in self.counters.values():
+            for c in list(self.counters.values()):   # the pinctrl thread may add one
                 c.mins[slot] = c.total - c.last_total
                 c.last_total = c.total
                 if slot == MIN_AVG_LEN - 1:
@@ -78,7 +78,7 @@ class Coverage:
 
     def _hash(self) -> int:
         h = 0
-        for name in sorted(n for n, c in self.counters.items() if c.total):
+        for name in sorted(n for n, c in list(self.counters.items()) if c.total):
             for ch in name.encode():
                 h = (h * 31 + ch) & 0xFFFFFFFF
         return h

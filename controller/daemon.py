@@ -136,7 +136,7 @@ class Daemon:
         self._encaps_dirty = True
         self.features: Features | None = None
         self._meter_support: bool | None = None
-        self.pinctrl: Any = None      # controller.pinctrl.sb_writes.Pinctrl, once br-int is known
+        self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
 
     # ------------------------------------------------------------ Agent API
     def request_exit(self, restart: bool) -> None:
@@ -321,10 +321,17 @@ class Daemon:
         probe = knobs["ovn-remote-probe-interval"]
         if probe is None:
             probe = dbmod.default_sb_probe_interval(remote)
-        if self.sb is None or remote != self.sb_remote:
-            if self.sb is not None:
-                log.info(f"OVNSB remote changed to {remote}")
+        if self.sb is not None and remote != self.sb_remote:
+            log.info(f"OVNSB remote changed to {remote}")
+            if self.sb.set_remote(remote):
+                # Same IDL, same replica: the installed flows stay until the
+                # new server's contents arrive (the reconnection forces the
+                # recompute that replaces them in one round).
+                self.sb_remote = remote
+            else:
                 self.sb.close()
+                self.sb = None
+        if self.sb is None:
             self.sb = dbmod.open_sb(remote, probe)
             self.sb_remote = remote
             self._sb_loaded = False
@@ -350,7 +357,13 @@ class Daemon:
         target = self._ofctrl_target(knobs, br_int.name)
         if self.session is None or target != self.session_target:
             if self.session is not None:
+                # The OpenFlow connection goes to another bridge: like the C
+                # agent when its ofctrl connection drops, forget the seqno
+                # requests and the interface states (so ports released
+                # meanwhile are not marked down in the SB).
                 self.session.close()
+                self.seqno.flush()
+                self.if_mgr.clear()
             self.session = OfctrlSession(target, ct_zones=self.st.ct, groups=self.groups,
                                          meters=self.meters,
                                          probe_interval_ms=_of_probe_ms(knobs),
@@ -378,10 +391,11 @@ class Daemon:
     def _run_pinctrl(self, knobs: Knobs, br_int: Any) -> None:
         """Packet-in services: own connection (a thread), SB writes in this txn."""
         if self.pinctrl is None:
-            from controller.pinctrl.sb_writes import Pinctrl
+            from controller.pinctrl.agent import Pinctrl
             self.pinctrl = Pinctrl()
         self.pinctrl.run(self._ofctrl_target(knobs, br_int.name), self.sb, self.st.idx,
-                         self.chassis, self.st.rt.local_datapaths)
+                         self.chassis, self.st.rt.local_datapaths, br_int,
+                         self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
     def inject_pkt(self, microflow: str) -> str | None:
         """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
@@ -539,6 +553,7 @@ class Daemon:
             ls.stage_done("ofctrl-put")
             if br_int is not None and not self.exiting:
                 self._run_pinctrl(knobs, br_int)
+                ls.stage_done("pinctrl")
             if not self.exiting:     # the cleanup may have deleted Chassis_Private
                 self.nb_cfg.store(sb.txn, self.ovs.txn, self.chassis_private, br_int)
         if not self._engine_ran and (self.ovs.tracker.any_changes() or

@@ -38,7 +38,9 @@ import uuid as uuidlib
 from typing import Any, Iterable, Mapping
 
 import ovs.db.idl
+import ovs.jsonrpc
 import ovs.poller
+import ovs.stream
 import structlog
 
 from controller.vlog import RateLimiter
@@ -129,6 +131,20 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
         super().__init__(remote, helper, probe_interval=probe_interval,
                          leader_only=leader_only)
         self.tracker = tracker
+        # The OVS 3.1 Python IDL ignores "monitor_canceled" (sent to a
+        # db-change-aware client when its database is converted or removed):
+        # its replica would silently stop following the server.  The
+        # notification is noticed here and acted on by IdlLoop.run().
+        self.monitor_canceled = False
+        recv = self._session.recv
+
+        def recv_watching() -> Any:
+            msg = recv()
+            if msg is not None and msg.type == ovs.jsonrpc.Message.T_NOTIFY \
+                    and msg.method == "monitor_canceled":
+                self.monitor_canceled = True
+            return msg
+        self._session.recv = recv_watching
 
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         table = row._table.name
@@ -202,6 +218,7 @@ class IdlLoop:
         self.backoff = CommitBackoff()
         self._precommit_seqno = 0
         self._skip_seqno: int | None = None
+        self._resyncing = False      # reconnected, new monitor not yet in place
 
     # -- access -------------------------------------------------------
     def table(self, name: str) -> Mapping[uuidlib.UUID, Any]:
@@ -244,6 +261,15 @@ class IdlLoop:
         assert self.txn is None, "previous iteration did not call commit()"
         seq_before = self.idl.change_seqno
         self.idl.run()
+        if self.idl.monitor_canceled:
+            # Monitor again on a fresh session (at once: no backoff); the new
+            # monitor replaces the replica in one update, so the installed
+            # flows stay until the recompute that follows replaces them.
+            self.idl.monitor_canceled = False
+            log.info(f"{self.remote}: {self.name} monitor canceled by the server "
+                     "(database converted?), monitoring again")
+            self.idl._session.reset_backoff()
+            self.idl.force_reconnect()
         # A new session once connected again (each failed connection attempt
         # in between also moves the session seqno: not a reconnection).
         reconnected = False
@@ -261,10 +287,13 @@ class IdlLoop:
             self._rows_ids[name] = ident
         if reset:
             self.tracker.reset = True
-        # cond_seqno goes back to 0 when the IDL starts a fresh monitor.
-        if self.idl.cond_seqno < self._cond_seqno:
+        # cond_seqno goes back to 0 when the IDL starts a fresh monitor (the
+        # same reconnection when the session already reported it).
+        if self.idl.cond_seqno < self._cond_seqno and not self._resyncing:
             reconnected = True
         self._cond_seqno = self.idl.cond_seqno
+        self._resyncing = (self._resyncing or reconnected) \
+            and self.idl.state != self.idl.IDL_S_MONITORING
         # Transaction bookkeeping (ovsdb_idl_loop_run).
         if self.committing is not None:
             status = self.committing.commit()
@@ -321,6 +350,23 @@ class IdlLoop:
 
     def force_reconnect(self) -> None:
         self.idl.force_reconnect()
+
+    def set_remote(self, remote: str) -> bool:
+        """Point the session at another remote (``ovsdb_idl_set_remote``),
+        keeping the replica: the monitor on the new server replaces it in one
+        update (or, for the same database, ``monitor_cond_since`` sends only
+        what changed).  False for passive remotes (a new IdlLoop is needed)."""
+        sess = self.idl._session
+        new = self.idl._parse_remotes(remote)
+        if any(ovs.stream.PassiveStream.is_valid_name(r) for r in new + list(sess.remotes)):
+            return False
+        sess.remotes = new
+        sess.next_remote = 0
+        sess.pick_remote()
+        sess.reset_backoff()
+        sess.force_reconnect()
+        self.remote = remote
+        return True
 
     def close(self) -> None:
         if self.txn is not None:

@@ -14,7 +14,6 @@ state and persists across iterations.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Mapping
 
 from controller.bfd import active_tunnels
@@ -301,7 +300,3 @@ def agent_nodes(st: AgentState) -> dict[str, EngineNode]:
         "runtime_data": RuntimeDataNode(st),
         "ct_zones": CtZonesNode(st),
     }
-
-
-def now_ms() -> int:
-    return int(time.monotonic() * 1000)

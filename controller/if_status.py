@@ -121,6 +121,11 @@ class IfStatusMgr:
                        IfState.MARK_UP, IfState.INSTALLED):
             i.state = IfState.MARK_DOWN
 
+    def clear(self) -> None:
+        """Forget every interface (``if_status_mgr_clear``): the OpenFlow
+        connection moved to another bridge, whose flows are not theirs."""
+        self.ifaces.clear()
+
     def openflow_disconnected(self) -> None:
         """Flows were lost: interfaces waiting for installation wait again."""
         for i in self.ifaces.values():

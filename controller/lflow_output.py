@@ -30,6 +30,7 @@ import structlog
 from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
+from controller.encaps import parse_tunnel_id
 from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.vlog import RateLimiter
 from controller.local_data import TrackedType, opt_first
@@ -37,7 +38,7 @@ from controller.lflow.actions import OvsFeatures
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
 from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import (CompileContext, CompiledLflow, LflowCompiler, LflowError,
-                                     mcgroup_ref)
+                                     RefIndex, mcgroup_ref)
 from controller.lflow.conj_ids import ConjIds
 from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
 from controller.tracking import TableChanges
@@ -185,43 +186,6 @@ class LflowData:
         self.flow_table = DesiredFlowTable()
 
 
-class RefIndex:
-    """resource kind -> name -> lflow UUIDs that used it, and the reverse."""
-
-    KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
-
-    def __init__(self) -> None:
-        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
-        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
-
-    def add(self, lflow: uuidlib.UUID, refs: Any) -> None:
-        entries = self.by_lflow.setdefault(lflow, [])
-        for kind in self.KINDS:
-            for name in getattr(refs, kind):
-                self.by_res[kind].setdefault(name, set()).add(lflow)
-                entries.append((kind, name))
-
-    def remove(self, lflow: uuidlib.UUID) -> None:
-        for kind, name in self.by_lflow.pop(lflow, ()):
-            s = self.by_res[kind].get(name)
-            if s is not None:
-                s.discard(lflow)
-                if not s:
-                    del self.by_res[kind][name]
-
-    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
-        out: set[uuidlib.UUID] = set()
-        idx = self.by_res[kind]
-        for n in names:
-            out |= idx.get(n, set())
-        return out
-
-    def clear(self) -> None:
-        for d in self.by_res.values():
-            d.clear()
-        self.by_lflow.clear()
-
-
 def _dp_tunnel_key(dp: Any) -> int | None:
     """Tunnel key of a Datapath_Binding reference (None if unset or gone)."""
     dp = opt_first(dp) if isinstance(dp, list) else dp
@@ -293,8 +257,9 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
                 ofp = opt_first(ifaces[0].ofport)
             except AttributeError:
                 continue
-            if isinstance(ofp, int) and ofp > 0:
-                found.setdefault(tid.partition("@")[0], ofp)
+            parsed = parse_tunnel_id(tid)       # none for an encap ip ""
+            if isinstance(ofp, int) and ofp > 0 and parsed is not None:
+                found.setdefault(parsed[0], ofp)
         return found
 
     def tunnel_ofport(dp_key: int, name: str) -> int | None:
@@ -403,15 +368,10 @@ class LflowOutput:
                 self.compiler.clear_text_cache()
         return self.compiler
 
-    def _forget(self, u: uuidlib.UUID) -> None:
+    def _forget(self, comp: LflowCompiler, u: uuidlib.UUID) -> None:
         """Drop everything but the desired flows that lflow `u` owns."""
         self.refs.remove(u)
-        self.conj_ids.free(u)
-        self.cache.delete(u)
-        ctx = self._ctx
-        if ctx is not None:
-            ctx.group_table.remove_desired(u)
-            ctx.meter_table.remove_desired(u)
+        comp.forget_lflow(u)
 
     def sb_changed(self, tracker: Any) -> None:
         """Called by the daemon after every SB IDL run."""
@@ -443,7 +403,7 @@ class LflowOutput:
             return False
         affected = cast("set[uuidlib.UUID]", self.data.flow_table.flood_remove(owners))
         for u in affected:
-            self._forget(u)
+            self._forget(comp, u)
         rows = self.tables("Logical_Flow")
         for u in affected:
             if u in gone:

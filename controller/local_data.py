@@ -25,10 +25,11 @@ import structlog
 
 from controller.indexes import SbIndexes, ref_uuid
 from controller.vlog import RateLimiter
+from physical.inputs import opt_first  # noqa: F401  (re-exported: the one helper)
+from physical.lport import ha_group_is_active  # noqa: F401  (re-exported)
 
 log = structlog.get_logger("binding")
 _rl_deep = RateLimiter(per_minute=60, burst=1)
-_rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 
 class LportType(enum.Enum):
@@ -56,22 +57,11 @@ _TYPE_BY_NAME = {
 }
 
 
-def opt_first(value: Any) -> Any:
-    """First element of an optional column value (IDL gives lists)."""
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value
-
-
 def lport_type(pb: Any) -> LportType:
     t = pb.type
     if t == "":
         return LportType.CONTAINER if opt_first(pb.parent_port) else LportType.VIF
-    lt = _TYPE_BY_NAME.get(t)
-    if lt is None:
-        log.warn_rl(_rl_unknown, f"Unknown port binding type {t} for lport {pb.logical_port}")
-        return LportType.UNKNOWN
-    return lt
+    return _TYPE_BY_NAME.get(t, LportType.UNKNOWN)
 
 
 # ------------------------------------------------------------------ HA groups
@@ -88,40 +78,6 @@ def ha_group_contains(group: Any | None, chassis: Any) -> bool:
     if group is None or chassis is None:
         return False
     return any(ch.uuid == chassis.uuid for ch, _ in _ha_members(group))
-
-
-def ha_group_is_active(group: Any | None, active_tunnels: set[str], chassis: Any) -> bool:
-    """True when this chassis is the active member of the HA chassis group."""
-    if group is None or chassis is None:
-        return False
-    hcs = list(group.ha_chassis)
-    if not hcs:
-        return False
-    if len(hcs) == 1:
-        ch = opt_first(hcs[0].chassis)
-        return ch is not None and ch.uuid == chassis.uuid
-    members = _ha_members(group)
-    mine = [m for m in members if m[0].uuid == chassis.uuid]
-    if mine and len(members) == 1:
-        return True
-    if not active_tunnels:
-        return False
-    cands = [(ch, p) for ch, p in members
-             if ch.uuid == chassis.uuid or ch.name in active_tunnels]
-    if not cands:
-        return False
-    if len(cands) == 1:
-        refs = list(getattr(group, "ref_chassis", []) or [])
-        if not any(r.name in active_tunnels for r in refs):
-            return False
-        return cands[0][0].uuid == chassis.uuid
-    cands.sort(key=lambda m: (-m[1], _neg_str(m[0].name)))
-    return bool(cands[0][0].uuid == chassis.uuid)
-
-
-def _neg_str(s: str) -> tuple[int, ...]:
-    # strcmp(b, a) ordering: names compared descending.
-    return tuple(-ord(c) for c in s) + (1,)
 
 
 # ------------------------------------------------------------------ local DPs

@@ -23,7 +23,7 @@ import structlog
 import physical
 from controller.binding import TUNNEL_TYPES, iface_ofport
 from controller.coverage import COVERAGE
-from controller.encaps import has_map_key
+from controller.encaps import has_map_key, parse_tunnel_id
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
 from controller.engine_nodes import AgentState, sb_chassis_handler
@@ -84,7 +84,10 @@ class VifOfports(Mapping[str, int]):
     def _lookup(self, name: str) -> int | None:
         lb = self._bindings.get(name)
         if lb is not None and lb.iface is not None:
-            return iface_ofport(lb.iface)
+            # Only a binding with its primary lport (as local_binding_get_
+            # lport_ofport): not an interface whose Port_Binding was skipped
+            # (unknown type, iface-id-ver mismatch) or has not arrived.
+            return iface_ofport(lb.iface) if lb.pb is not None else None
         if self._children is None:
             children: dict[str, Any] = {}
             for parent in self._bindings.values():
@@ -105,7 +108,8 @@ class VifOfports(Mapping[str, int]):
         return v
 
     def _names(self) -> list[str]:
-        names = [n for n, lb in self._bindings.items() if lb.iface is not None]
+        names = [n for n, lb in self._bindings.items()
+                 if lb.iface is not None and lb.pb is not None]
         seen = set(names)
         for lb in self._bindings.values():
             if lb.iface is not None:
@@ -152,9 +156,10 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
                 continue
             tid = ext.get("ovn-chassis-id")
             if tid is not None:
-                ch, _, ip = tid.partition("@")
+                parsed = parse_tunnel_id(tid)     # no tunnel to "chassis@" (encap ip "")
                 ttype = _TUN_TYPES.get(iface.type)
-                if ttype is not None:
+                if ttype is not None and parsed is not None:
+                    ch, ip = parsed
                     tunnels.append(physical.ChassisTunnel(ch, ofport, ttype, ip, ":" in ip))
                 continue
             for key in ("ovn-localnet-port", "ovn-l2gateway-port"):
@@ -381,7 +386,7 @@ class PflowOutput:
 
         def lb_dp_is_new(lb: Any) -> bool:
             dps = list(lb.datapaths)
-            grp = first(lb.datapath_group)
+            grp = opt_first(lb.datapath_group)
             if grp is not None:
                 dps += list(grp.datapaths)
             return any(dp.uuid in new_dps for dp in dps)
@@ -461,7 +466,3 @@ class PflowOutput:
             if "options" in tr.old or "ipsec" in tr.old:
                 return UNHANDLED
         return HANDLED_UNCHANGED
-
-
-def first(value: Any) -> Any:
-    return opt_first(value)

@@ -195,6 +195,7 @@ class AgentBox:
         self.box = Sandbox.from_snapshot(snapshot.nb, snapshot.sb, snapshot.conf,
                                          northd=False, chassis=LOCAL_CHASSIS)
         self._client: ovs.unixctl.client.UnixctlClient | None = None
+        self._log_start = 0
         try:
             self.box.start_controller(kind)
             self.started = time.monotonic()
@@ -202,6 +203,19 @@ class AgentBox:
         except BaseException:
             self.box.stop()
             raise
+
+    def restart_if_dead(self, timeout: float = 120.0) -> str | None:
+        """If the agent has exited: restart it (same sandbox, state kept) and
+        return the last lines of its log (the crash); else None."""
+        if self.box.controller_alive():
+            return None
+        log = self.log_path()
+        crash = _last_errors(log, self._log_start)
+        self.box.stop_controller()
+        self._log_start = _size(log)
+        self.box.start_controller(self.kind)
+        self.box.wait_hv_sync(timeout=timeout)
+        return crash
 
     def close(self) -> None:
         if self._client is not None:
@@ -243,10 +257,7 @@ class AgentBox:
         return self.box.daemons["controller"].log
 
     def mark(self) -> Mark:
-        try:
-            offset = self.log_path().stat().st_size
-        except OSError:
-            offset = 0
+        offset = _size(self.log_path())
         return Mark({p: len(read_pcap(self.pcap_path(p))) for p in CAPTURE_PORTS},
                     offset, time.monotonic())
 
@@ -299,6 +310,26 @@ class AgentBox:
             if rows or time.monotonic() >= deadline:
                 return rows
             time.sleep(poll)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _last_errors(log: Path, offset: int, limit: int = 3) -> str:
+    """The last ERR/EMER lines of a log after ``offset`` (a crash's traceback
+    is one line)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    bad = [ln for ln in lines if "|ERR|" in ln or "|EMER|" in ln]
+    return "\n".join((bad or lines)[-limit:]).replace("\\n", "\n")
 
 
 def _sb_rows(box: Sandbox, table: str, columns: str) -> list[dict[str, Any]]:
@@ -375,6 +406,7 @@ class Observation:
     sb: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     answered: bool = False          # the service visibly ran (checked for C)
+    crashed: str | None = None      # the agent exited during the case: its last errors
     notes: list[str] = field(default_factory=list)
 
     def comparable(self) -> tuple[object, ...]:
@@ -388,6 +420,8 @@ def frames_hex(frames: dict[str, list[bytes]]) -> dict[str, list[str]]:
 def compare(ours: Observation, theirs: Observation) -> list[str]:
     """Differences between our observation and C's, field by field; [] if equal."""
     problems: list[str] = []
+    if ours.crashed:
+        problems.append(f"our agent exited during this case (restarted):\n{ours.crashed}")
     for port in sorted(set(ours.frames) | set(theirs.frames)):
         a, b = ours.frames.get(port, []), theirs.frames.get(port, [])
         if len(a) != len(b):

@@ -23,6 +23,7 @@ from integration.differential import (
 from integration.random_topology import build_random, plan_topology
 from integration.sandbox import Sandbox
 from integration.topologies import build_rich, build_seed
+from physical.constants import table_is_declared
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +51,8 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SnapshotCach
 def _check(result: DifferentialResult) -> None:
     print(result.report())
     assert result.identical > 0
+    # Tables as data: every table either agent writes is a declared one.
+    assert all(table_is_declared(t) for t in result.tables), sorted(result.tables)
     assert result.ok, result.report()
 
 

@@ -34,6 +34,9 @@ from integration.topologies import RICH_VIFS, build_rich
 
 pytestmark = pytest.mark.integration
 
+# Each scenario runs ours and, as the oracle, the C agent: the same bounds hold.
+AGENTS = pytest.mark.parametrize("kind", ["py", "c"])
+
 # Share of wall time the agent may spend on CPU while it can only wait.
 IDLE_CPU_SHARE = 0.20
 
@@ -124,10 +127,11 @@ class Survivors:
                                              f"name={box.chassis}").strip())
 
 
-def rich_agent(sandbox_factory: SandboxFactory) -> Sandbox:
+def rich_agent(sandbox_factory: SandboxFactory, kind: str = "py") -> Sandbox:
+    """The rich topology with an agent ("py" ours, "c" the C oracle), synced."""
     box = sandbox_factory(northd=True)
     build_rich(box)
-    box.start_controller("py")
+    box.start_controller(kind)
     box.wait_hv_sync(timeout=120)
     wait_until(lambda: all(iface_ext(box, vif).get("ovn-installed") == "true"
                            for vif, lsp, _ in RICH_VIFS if lsp != "ls-a-md"),
@@ -165,11 +169,12 @@ def log_lines(box: Sandbox) -> list[str]:
 # ---------------------------------------------------------------- point 1
 
 
-def test_sb_kill9_no_busy_loop_flows_kept_then_resync(
-        sandbox_factory: SandboxFactory) -> None:
+@AGENTS
+def test_sb_kill9_no_busy_loop_flows_kept_then_resync(sandbox_factory: SandboxFactory,
+                                                      kind: str) -> None:
     """SB ovsdb-server killed -9 for 10 s: the agent waits (CPU ~0), keeps
     every installed flow, and resyncs once the server is back."""
-    box = rich_agent(sandbox_factory)
+    box = rich_agent(sandbox_factory, kind)
     before = sorted(box.dump_flows(names=False))
     kept = Survivors.take(box)
     cpu = CpuMeter(agent(box).pid)
@@ -187,8 +192,8 @@ def test_sb_kill9_no_busy_loop_flows_kept_then_resync(
                    box=box)
         box.wait_hv_sync(timeout=60)
         resync = time.monotonic() - t0
-    print(f"\nSB kill -9 for {cpu.wall:.1f}s: agent CPU {cpu.cpu:.2f}s ({cpu.share:.1%}); "
-          f"min flows {sampler.minimum}/{len(before)}; resync {resync:.1f}s after restart")
+    print(f"\n[{kind}] SB kill -9 for {cpu.wall:.1f}s: agent CPU {cpu.cpu:.2f}s "
+          f"({cpu.share:.1%}); min flows {sampler.minimum}/{len(before)}; resync {resync:.1f}s after restart")
     assert cpu.share < IDLE_CPU_SHARE, \
         f"agent used {cpu.cpu:.2f}s CPU in {cpu.wall:.1f}s with the SB down (busy loop)"
     assert sampler.minimum == len(before), f"flows dipped to {sampler.minimum}"
@@ -199,11 +204,12 @@ def test_sb_kill9_no_busy_loop_flows_kept_then_resync(
 # ---------------------------------------------------------------- point 2
 
 
-def test_persistent_sb_commit_error_backs_off(sandbox_factory: SandboxFactory) -> None:
+@AGENTS
+def test_persistent_sb_commit_error_backs_off(sandbox_factory: SandboxFactory, kind: str) -> None:
     """A system-id change makes every SB commit fail (the new Chassis' Encap
     collides with the old one's): retries back off, the error is logged a
     few times only, the flows stay; the old name converges again."""
-    box = rich_agent(sandbox_factory)
+    box = rich_agent(sandbox_factory, kind)
     before = box.flow_count()
     n_log = len(log_lines(box))
     cpu = CpuMeter(agent(box).pid)
@@ -218,8 +224,8 @@ def test_persistent_sb_commit_error_backs_off(sandbox_factory: SandboxFactory) -
     new = log_lines(box)[n_log:]
     errors = [ln for ln in new if "transaction error" in ln]
     failed = [ln for ln in new if "OVNSB commit failed" in ln]
-    print(f"\npersistent SB commit error for {cpu.wall:.1f}s: agent CPU {cpu.cpu:.2f}s "
-          f"({cpu.share:.1%}); {len(new)} log lines ({len(errors)} transaction error, "
+    print(f"\n[{kind}] persistent SB commit error for {cpu.wall:.1f}s: agent CPU "
+          f"{cpu.cpu:.2f}s ({cpu.share:.1%}); {len(new)} log lines ({len(errors)} transaction error, "
           f"{len(failed)} commit failed); min flows {sampler.minimum}/{before}")
     assert box.controller_alive()
     assert "Encap" in errors[0] and "constraint violation" in errors[0]
@@ -232,3 +238,32 @@ def test_persistent_sb_commit_error_backs_off(sandbox_factory: SandboxFactory) -
     box.vsctl("set", "Open_vSwitch", ".", f"external_ids:system-id={box.chassis}")
     box.wait_hv_sync(timeout=60)
     wait_until(lambda: box.flow_count() == before, timeout=30, what="flows as before", box=box)
+
+
+# ---------------------------------------------------------------- point 4
+
+
+@AGENTS
+def test_sb_schema_conversion_remonitors_and_keeps_flows(sandbox_factory: SandboxFactory,
+                                                         kind: str) -> None:
+    """``ovsdb-client convert`` of the SB (to the same schema) cancels every
+    monitor: the agent monitors again, keeps its flows meanwhile, and a
+    change made after the conversion reaches br-int."""
+    box = rich_agent(sandbox_factory, kind)
+    before = box.flow_count()
+    kept = Survivors.take(box)
+    sampler = FlowSampler(box)
+    with sampler.running():
+        t0 = time.monotonic()
+        box.cmd(["ovsdb-client", "convert", box.sb_sock, "/usr/share/ovn/ovn-sb.ovsschema"])
+        box.nbctl("--no-wait", "acl-add", "ls-a", "from-lport", "1001",
+                  "ip4.dst == 192.168.66.6", "drop")
+        box.wait_hv_sync(timeout=60)
+        wait_until(lambda: any("192.168.66.6" in f for f in box.dump_flows(names=False)),
+                   timeout=10, what="the ACL added after the conversion", box=box)
+        resync = time.monotonic() - t0
+    print(f"\n[{kind}] SB schema conversion: change installed {resync:.2f}s after it; "
+          f"min flows {sampler.minimum}/{before}")
+    assert box.controller_alive()
+    assert sampler.minimum >= before, f"flows dipped to {sampler.minimum}"
+    assert Survivors.take(box) == kept

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import os
 import struct
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.integration
 C_TIMEOUT = 5.0           # the C agent answers within milliseconds
 OURS_TIMEOUT = 5.0        # ours, once the opcode is registered
 MISSING_TIMEOUT = 1.0     # ours while the opcode is not registered (expected silence)
+SB_QUIET = 1.0            # how long to look for SB rows that C does not write
 GRACE = 0.4               # after the expected frames: catch extra/duplicate frames
 GARP_SETTLE = 5.0         # the first GARP comes about 1 s after the agent has its SB
 GARP_LAST, GARP_SLACK = 30.0, 2.0   # the 5th GARP of an address: +30 s after the first
@@ -77,6 +79,7 @@ class Case:
     opcodes: tuple[int, ...]            # what our agent needs registered
     scenario: Callable[[AgentBox, float], Observation]
     module: str | None = None           # a module to require instead of opcodes
+    module_user: str = "controller.pinctrl.service"   # ... and the module that must use it
 
 
 # ---------------------------------------------------------------- scenario steps
@@ -180,16 +183,17 @@ def _na_reply(src_mac: str, dst_mac: str, target: str, dst_ip6: str) -> Callable
 
 def reply_scenario(iface: str, frame: Callable[[], bytes], out_port: str,
                    expect: Callable[[pf.Brief], bool], relevant: Callable[[pf.Brief], bool],
-                   count: int = 1, sb: tuple[str, ...] = ()
+                   count: int = 1, no_sb_rows: tuple[str, ...] = ()
                    ) -> Callable[[AgentBox, float], Observation]:
     """Inject one frame, expect ``count`` generated frames on ``out_port``;
-    optionally also the SB rows containing all of ``sb``."""
+    with ``no_sb_rows``, also collect the SB rows containing all of those
+    strings for a short while (cases where C writes none: ours must not either)."""
     def run(agent: AgentBox, timeout: float) -> Observation:
         obs = Observation()
         ok = exchange(agent, timeout, iface, [frame()], _on(out_port, expect), count,
                       _relevant(relevant), obs, "reply")
-        if sb:
-            obs.sb = agent.wait_sb(h.rows_matching(*sb), timeout if ok else 0.0)
+        if no_sb_rows:
+            obs.sb = agent.wait_sb(h.rows_matching(*no_sb_rows), SB_QUIET)
         obs.answered = ok
         return obs
     return run
@@ -249,7 +253,7 @@ def _nd_na_case(name: str, iface: str, src_mac: str, src_ip6: str, target: str,
         return b.icmp_type == 136 and b.nd_target == target
     return Case(name, (opcode,), reply_scenario(
         iface, lambda: pf.nd_ns_frame(src_mac, src_ip6, target), iface, expect, expect,
-        sb=("MAC_Binding", f" {src_ip6} ")))
+        no_sb_rows=("MAC_Binding", f" {src_ip6} ")))
 
 
 def fdb_scenario(agent: AgentBox, timeout: float) -> Observation:
@@ -325,6 +329,28 @@ def rst_ignored_scenario(agent: AgentBox, timeout: float) -> Observation:
     obs.answered = exchange(agent, timeout, "vif1", [rst, syn], _on("vif1", answer), 1,
                             _relevant(answer), obs, "rst+syn")
     return obs
+
+
+def inject_scenario(microflow: str, out_port: str, expect: Callable[[pf.Brief], bool]
+                    ) -> Callable[[AgentBox, float], Observation]:
+    """``ovn-appctl inject-pkt MICROFLOW``: the agent builds the packet and
+    runs it through br-int; what comes out of ``out_port`` is compared."""
+    def run(agent: AgentBox, timeout: float) -> Observation:
+        obs = Observation()
+        mark = agent.mark()
+        try:
+            reply = agent.box.appctl("controller", "inject-pkt", microflow, timeout=10).strip()
+        except h.SandboxError as exc:
+            obs.notes.append(f"inject-pkt failed: {exc}")
+            return obs
+        if reply:
+            obs.log.append(f"reply: {reply}")
+        got = agent.wait_frames(mark, _on(out_port, expect), 1, timeout)
+        agent.wait_frames(mark, _on(out_port, expect), 2, GRACE)
+        obs.frames = h.frames_hex(agent.frames_since(mark, _relevant(expect)))
+        obs.answered = bool(got)
+        return obs
+    return run
 
 
 def log_scenario(agent: AgentBox, timeout: float) -> Observation:
@@ -431,14 +457,36 @@ CASES: list[Case] = [
     Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
     Case("reject_ignores_rst", (ops.OP_REJECT,), rst_ignored_scenario),
     Case("acl_log", (ops.OP_LOG,), log_scenario),
+    Case("inject_pkt_udp4", (), inject_scenario(
+        f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.P2_MAC} && '
+        f"ip4.src == {h.P1_IP} && ip4.dst == {h.P2_IP} && ip.ttl == 64 && "
+        "udp.src == 1234 && udp.dst == 9", "vif2",
+        lambda b: b.ip_src == h.P1_IP and b.dport == 9),
+        module="controller.pinctrl.inject", module_user="controller.unixctl"),
+    Case("inject_pkt_icmp6_to_router", (), inject_scenario(
+        f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.LR_LS1_MAC} && '
+        f"ip6.src == {h.P1_IP6} && ip6.dst == {h.LR_LS1_IP6} && ip.ttl == 64 && "
+        "icmp6.type == 128 && icmp6.code == 0", "vif1",
+        lambda b: b.ip_src == h.LR_LS1_IP6 and b.icmp_type == 129),
+        module="controller.pinctrl.inject", module_user="controller.unixctl"),
     Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp"),
 ]
+
+
+def _wired(module: str, user: str = "controller.pinctrl.service") -> bool:
+    """Whether ``module`` exists and the pinctrl service's source uses it (a
+    planner with no opcode is served only once the service calls it)."""
+    if not (_has_module(module) and _has_module(user)):
+        return False
+    source = inspect.getsource(importlib.import_module(user))
+    return module.rsplit(".", 1)[-1] in source
 
 
 def _missing(case: Case) -> str | None:
     """Why our agent cannot serve the case yet, or None."""
     if case.module is not None:
-        return None if _has_module(case.module) else f"{case.module} absent"
+        return (None if _wired(case.module, case.module_user)
+                else f"{case.module} absent or not used by {case.module_user}")
     if REGISTERED is None:
         return "controller.pinctrl absent"
     missing = [op for op in case.opcodes if op not in REGISTERED]
@@ -465,9 +513,11 @@ class Pair:
         if case.name not in self.seen:
             ours_timeout = MISSING_TIMEOUT if _missing(case) else OURS_TIMEOUT
             timeouts = {"c": C_TIMEOUT, "py": ours_timeout}
-            self.seen[case.name] = h.run_pair(
-                list(self.agents.values()),
-                lambda agent: case.scenario(agent, timeouts[agent.kind]))
+            seen = h.run_pair(list(self.agents.values()),
+                              lambda agent: case.scenario(agent, timeouts[agent.kind]))
+            for kind, agent in self.agents.items():
+                seen[kind].crashed = agent.restart_if_dead()
+            self.seen[case.name] = seen
         return self.seen[case.name]
 
 
@@ -513,6 +563,7 @@ def test_frame_builders_self_check() -> None:
 def test_c_answers(pair: Pair, case: Case) -> None:
     """The scenario really triggers the service under the C agent."""
     obs = pair.observe(case)["c"]
+    assert obs.crashed is None, f"the C agent exited:\n{obs.crashed}"
     assert obs.answered, (f"{case.name}: the C agent did not answer: {obs.notes}\n"
                           f"frames: {obs.frames}\nsb: {obs.sb}\n"
                           + pair.agents["c"].box.log_tail())

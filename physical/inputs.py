@@ -133,8 +133,10 @@ class PhysicalContext:
 # Small helpers over IDL-style rows.
 # ----------------------------------------------------------------------
 
-def opt1(value: Any) -> Any:
-    """The element of an optional column (list of 0/1), or None."""
+def opt_first(value: Any) -> Any:
+    """The element of an optional column (the IDL gives a list of 0 or 1
+    items; fakes may give the value itself), or None.  The one helper for
+    this: controller/ imports it from here."""
     if isinstance(value, list):
         return value[0] if value else None
     return value
@@ -146,8 +148,9 @@ def cookie_of(row: Row) -> int:
 
 
 def same_chassis(a: Row | None, b: Row | None) -> bool:
-    return a is not None and b is not None and a.name == b.name
+    """Both set and the same Chassis row."""
+    return a is not None and b is not None and (a is b or a.uuid == b.uuid)
 
 
 def bound_chassis(pb: Row) -> Row | None:
-    return opt1(pb.chassis)
+    return opt_first(pb.chassis)

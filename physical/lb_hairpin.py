@@ -19,7 +19,7 @@ from ofctrl.match import Match
 from ofctrl.ofpacts import (NX_LEARN_F_DELETE_LEARNED, Action, Ct, Learn, LearnLoadImm,
                             LearnMatchField, LearnMatchImm, LearnSpec, Nat)
 from physical import constants as C
-from physical.inputs import PhysicalContext, Row, cookie_of, opt1
+from physical.inputs import PhysicalContext, Row, cookie_of, opt_first
 from physical.ofbuild import load, sub
 
 _PROTO = {"tcp": C.IPPROTO_TCP, "udp": C.IPPROTO_UDP, "sctp": C.IPPROTO_SCTP}
@@ -116,7 +116,7 @@ def _hairpin_snat_ips(options: dict[str, str]) -> tuple[int | None, int | None]:
 
 def _lb_datapaths(lb: Row) -> list[Row]:
     dps = list(lb.datapaths)
-    grp = opt1(lb.datapath_group)
+    grp = opt_first(lb.datapath_group)
     if grp is not None:
         dps += list(grp.datapaths)
     return dps
@@ -150,7 +150,7 @@ def lb_hairpin_flows(ctx: PhysicalContext, lb: Row) -> list[Flow]:
     if not local_dps:
         return []
     is_template = str(lb.options.get("template", "false")).lower() == "true"
-    proto_name = opt1(lb.protocol) or ""
+    proto_name = opt_first(lb.protocol) or ""
     proto = _PROTO.get(proto_name, C.IPPROTO_TCP) if proto_name else C.IPPROTO_TCP
     orig_tuple = str(lb.options.get("hairpin_orig_tuple", "false")).lower() == "true"
     snat4, snat6 = _hairpin_snat_ips(lb.options)

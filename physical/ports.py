@@ -9,8 +9,6 @@ that row owns.
 
 from __future__ import annotations
 
-import functools
-
 from ofctrl.flow import Flow
 from ofctrl.match import Match
 from ofctrl.ofpacts import (Action, Bundle, CheckPktLarger, Clone, Conjunction, CtClear, Output,
@@ -19,7 +17,8 @@ from physical import constants as C
 from physical.common import (clear_log_regs, drop_actions, encapsulation, first_pb_mac,
                              ingress_metadata, match_outport, parse_mac, zone_loads)
 from physical.inputs import (ChassisTunnel, LocalDatapath, PhysicalContext, Row,
-                             bound_chassis, cookie_of, opt1, same_chassis)
+                             bound_chassis, cookie_of, opt_first, same_chassis)
+from physical.lport import CanBind, can_bind_here, ha_chassis_ordered, ha_group_is_active
 from physical.ofbuild import controller_op, load, pop, push, sub
 
 
@@ -53,75 +52,13 @@ def binding_peer(ctx: PhysicalContext, pb: Row) -> Row | None:
     return peer
 
 
-def can_bind_on_this_chassis(ctx: PhysicalContext, pb: Row) -> bool:
-    me = ctx.chassis
-    if same_chassis(opt1(pb.requested_chassis), me):
-        return True
-    if any(same_chassis(c, me) for c in pb.requested_additional_chassis):
-        return True
-    req = pb.options.get("requested-chassis")
-    if not req:
-        return True
-    for name in (t for t in req.split(",") if t):
-        if name == me.name or name == getattr(me, "hostname", None):
-            return True
-    return False
-
-
-def _ha_cmp(a: tuple[int, Row], b: tuple[int, Row]) -> int:
-    if a[0] != b[0]:
-        return b[0] - a[0]
-    na, nb = a[1].name, b[1].name
-    return (nb > na) - (nb < na)
-
-
-def ha_chassis_ordered(group: Row | None, active_tunnels: frozenset[str] | None = None,
-                       local: Row | None = None) -> list[Row] | None:
-    """get_ordered_ha_chassis_list: chassis by priority (desc), name (desc)."""
-    if group is None or not group.ha_chassis:
-        return None
-    items: list[tuple[int, Row]] = []
-    for hac in group.ha_chassis:
-        ch = opt1(hac.chassis)
-        if ch is None:
-            continue
-        if (active_tunnels is not None and not same_chassis(ch, local)
-                and ch.name not in active_tunnels):
-            continue
-        items.append((hac.priority, ch))
-    if not items:
-        return None
-    if len(items) == 1:
-        if active_tunnels is not None:
-            if not any(rc.name in active_tunnels for rc in group.ref_chassis):
-                return None
-    else:
-        items.sort(key=functools.cmp_to_key(_ha_cmp))
-    return [ch for _, ch in items]
-
-
-def ha_group_is_active(ctx: PhysicalContext, group: Row | None) -> bool:
-    if group is None or not group.ha_chassis:
-        return False
-    me = ctx.chassis
-    if len(group.ha_chassis) == 1:
-        return same_chassis(opt1(group.ha_chassis[0].chassis), me)
-    present = [opt1(h.chassis) for h in group.ha_chassis if opt1(h.chassis) is not None]
-    if len(present) == 1 and same_chassis(present[0], me):
-        return True
-    if not ctx.active_tunnels:
-        return False
-    ordered = ha_chassis_ordered(group, ctx.active_tunnels, me)
-    return ordered is not None and same_chassis(ordered[0], me)
-
-
 def is_chassis_resident(ctx: PhysicalContext, port_name: str) -> bool:
     pb = ctx.port_bindings_by_name.get(port_name)
     if pb is None or bound_chassis(pb) is None:
         return False
     if pb.type != "chassisredirect":
         return same_chassis(bound_chassis(pb), ctx.chassis)
-    return ha_group_is_active(ctx, opt1(pb.ha_chassis_group))
+    return ha_group_is_active(opt_first(pb.ha_chassis_group), ctx.active_tunnels, ctx.chassis)
 
 
 def remote_tunnels(ctx: PhysicalContext, pb: Row) -> list[ChassisTunnel]:
@@ -130,7 +67,7 @@ def remote_tunnels(ctx: PhysicalContext, pb: Row) -> list[ChassisTunnel]:
     tuns: list[ChassisTunnel] = []
     main = bound_chassis(pb)
     if main is not None and not same_chassis(main, me):
-        encap = opt1(pb.encap)
+        encap = opt_first(pb.encap)
         tun = ctx.find_tunnel(main.name, encap.ip) if encap is not None else None
         if tun is None:
             tun = ctx.find_tunnel(main.name)
@@ -195,7 +132,7 @@ def _vlan_match(m: Match, tag: int) -> Match:
 
 def _replace_chassis_mac_flows(ctx: PhysicalContext, out: _Out, localnet: Row,
                                ld: LocalDatapath, ofport: int) -> None:
-    tag = opt1(localnet.tag) or 0
+    tag = opt_first(localnet.tag) or 0
     zones = ctx.zone_ids(localnet)
     for _local, rport in ld.peer_ports:
         rmac = parse_mac(rport.mac[0]) if rport.mac else None
@@ -225,7 +162,7 @@ def chassis_mac_for_network(chassis: Row, network: str) -> int | None:
 def _replace_router_port_mac_flows(ctx: PhysicalContext, out: _Out, localnet: Row,
                                    ld: LocalDatapath, ofport: int) -> None:
     dp_key = localnet.datapath.tunnel_key
-    tag = opt1(localnet.tag) or 0
+    tag = opt_first(localnet.tag) or 0
     network = localnet.options.get("network_name")
     if not network:
         return
@@ -262,7 +199,7 @@ def _activation_strategy(ctx: PhysicalContext, out: _Out, pb: Row, dp_key: int,
                 out.add(C.T_PHY_TO_LOG, 1010,
                         Match([("eth_type", C.ETH_TYPE_RARP, None), ("in_port", ofport, None)]),
                         [*ingress_metadata(pb, zones),
-                         controller_op(C.ACTION_OPCODE_ACTIVATION_STRATEGY_RARP),
+                         controller_op(C.OP_ACTIVATION_STRATEGY_RARP),
                          Resubmit(C.T_LOG_INGRESS)])
                 out.add(C.T_PHY_TO_LOG, 1000, Match([("in_port", ofport, None)]), [])
                 out.add(C.T_LOG_TO_PHY, 1000, match_outport(dp_key, port_key), [])
@@ -298,11 +235,11 @@ def _pkt_too_big_flows(ctx: PhysicalContext, out: _Out, pb: Row, mcp: Row,
             frag_mtu = mtu - C.ETHERNET_OVERHEAD
             if is_ipv6:
                 icmp: list[Action] = [SetField("icmpv6_type", 2), SetField("icmpv6_code", 0)]
-                put_mtu = controller_op(C.ACTION_OPCODE_PUT_ICMP6_FRAG_MTU, pause=True,
+                put_mtu = controller_op(C.OP_PUT_ICMP6_FRAG_MTU, pause=True,
                                         payload=frag_mtu.to_bytes(4, "big"))
             else:
                 icmp = [SetField("icmp_type", 3), SetField("icmp_code", 4)]
-                put_mtu = controller_op(C.ACTION_OPCODE_PUT_ICMP4_FRAG_MTU, pause=True,
+                put_mtu = controller_op(C.OP_PUT_ICMP4_FRAG_MTU, pause=True,
                                         payload=frag_mtu.to_bytes(2, "big"))
             inner: list[Action] = [
                 SetField("reg9", 0, 2), SetField(C.LOG_FLAGS, 1, 1),
@@ -310,7 +247,7 @@ def _pkt_too_big_flows(ctx: PhysicalContext, out: _Out, pb: Row, mcp: Row,
                 push(dst), push(src), pop(dst), pop(src),
                 SetNwTtl(255), *icmp, put_mtu, Resubmit(C.T_LOG_INGRESS)]
             out.add(C.T_LARGE_PKT_PROCESS, 100, m.with_field("reg9", 2, 2),
-                    [controller_op(C.ACTION_OPCODE_ICMP, pause=True, nested=inner)])
+                    [controller_op(C.OP_ICMP, pause=True, nested=inner)])
 
 
 def _enforce_tunneling_for_multichassis(ctx: PhysicalContext, out: _Out, ld: LocalDatapath,
@@ -427,7 +364,7 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[Flow]:
 
     if ptype == "chassisredirect" and (
             same_chassis(bound_chassis(pb), me)
-            or ha_group_is_active(ctx, opt1(pb.ha_chassis_group))):
+            or ha_group_is_active(opt_first(pb.ha_chassis_group), ctx.active_tunnels, ctx.chassis)):
         acts: list[Action] = []
         dist_name = pb.options.get("distributed-port", "")
         dist = ctx.port_bindings_by_name.get(dist_name)
@@ -440,10 +377,10 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[Flow]:
     tag = 0
     nested = False
     parent: Row | None = None
-    parent_name = opt1(pb.parent_port)
+    parent_name = opt_first(pb.parent_port)
     ofport = 0
     if parent_name:
-        ptag = opt1(pb.tag)
+        ptag = opt_first(pb.tag)
         if ptag is None:
             return []
         ofport = ctx.vif_ofports.get(parent_name, 0)
@@ -453,15 +390,15 @@ def port_binding_flows(ctx: PhysicalContext, pb: Row) -> list[Flow]:
             parent = ctx.port_bindings_by_name.get(parent_name)
     elif ptype in ("localnet", "l2gateway"):
         ofport = ctx.patch_ofports.get(pb.logical_port, 0)
-        if ofport and opt1(pb.tag) is not None:
-            tag = opt1(pb.tag)
+        if ofport and opt_first(pb.tag) is not None:
+            tag = opt_first(pb.tag)
     else:
         ofport = ctx.vif_ofports.get(pb.logical_port, 0)
-        if ofport and not can_bind_on_this_chassis(ctx, pb):
+        if ofport and can_bind_here(ctx.chassis, pb) is CanBind.CANNOT:
             ofport = 0
 
     localnet = ld.localnet_port
-    ha_ordered = ha_chassis_ordered(opt1(pb.ha_chassis_group))
+    ha_ordered = ha_chassis_ordered(opt_first(pb.ha_chassis_group))
 
     access = "local"
     if not ofport:

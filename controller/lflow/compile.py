@@ -78,12 +78,9 @@ from ofctrl.desired import AddrSetInfo, DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.match import Match
 from ofctrl.ofpacts.basic import Conjunction
+from physical import constants as C
+from physical.inputs import opt_first
 
-OFTABLE_LOG_INGRESS_PIPELINE = 8
-OFTABLE_LOG_EGRESS_PIPELINE = 42
-OFTABLE_OUTPUT_INIT = 37
-OFTABLE_SAVE_INPORT = 64
-LOG_PIPELINE_LEN = 29
 _M32 = 0xFFFFFFFF
 
 
@@ -199,38 +196,44 @@ NO_REFS = LflowRefs()
 
 
 class RefIndex:
-    """Which lflows use which resource (the agent's objdep manager):
-    ``add(compiled)``, ``remove(lflow_uuid)``, ``lflows_using(kind, name)``
-    with kind one of "addr_sets", "port_groups", "ports", "mcgroups",
-    "templates"."""
+    """Which lflows use which resource (the C agent's objdep manager):
+    resource kind -> name -> lflow UUIDs, and the reverse.  ``add(lflow,
+    refs)`` records an ``LflowRefs``; ``users(kind, names)`` are the lflows
+    to re-process when those resources change; kinds are "addr_sets",
+    "port_groups", "ports", "mcgroups" ("<dp key>_<name>") and "templates"."""
 
     KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
 
     def __init__(self) -> None:
-        self._by_res: dict[tuple[str, str], set[uuidlib.UUID]] = {}
-        self._by_lflow: dict[uuidlib.UUID, set[tuple[str, str]]] = {}
+        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
+        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
 
-    def add(self, compiled: "CompiledLflow") -> None:
-        refs = compiled.refs
-        if not refs:
-            return
-        mine = self._by_lflow.setdefault(compiled.lflow_uuid, set())
+    def add(self, lflow: uuidlib.UUID, refs: LflowRefs) -> None:
+        entries = self.by_lflow.setdefault(lflow, [])
         for kind in self.KINDS:
             for name in getattr(refs, kind):
-                key = (kind, name)
-                mine.add(key)
-                self._by_res.setdefault(key, set()).add(compiled.lflow_uuid)
+                self.by_res[kind].setdefault(name, set()).add(lflow)
+                entries.append((kind, name))
 
-    def remove(self, lflow_uuid: uuidlib.UUID) -> None:
-        for key in self._by_lflow.pop(lflow_uuid, ()):
-            users = self._by_res.get(key)
-            if users is not None:
-                users.discard(lflow_uuid)
-                if not users:
-                    del self._by_res[key]
+    def remove(self, lflow: uuidlib.UUID) -> None:
+        for kind, name in self.by_lflow.pop(lflow, ()):
+            s = self.by_res[kind].get(name)
+            if s is not None:
+                s.discard(lflow)
+                if not s:
+                    del self.by_res[kind][name]
 
-    def lflows_using(self, kind: str, name: str) -> frozenset[uuidlib.UUID]:
-        return frozenset(self._by_res.get((kind, name), ()))
+    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
+        out: set[uuidlib.UUID] = set()
+        idx = self.by_res[kind]
+        for n in names:
+            out |= idx.get(n, set())
+        return out
+
+    def clear(self) -> None:
+        for d in self.by_res.values():
+            d.clear()
+        self.by_lflow.clear()
 
 
 class LflowError:
@@ -412,13 +415,6 @@ class _RecordingTable:
         return getattr(self.table, name)
 
 
-def _first(v: Any) -> Any:
-    """An optional IDL column: a list of 0/1 items, a value, or None."""
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
-
-
 def has_condition(e: Expr) -> bool:
     """True if 'e' contains an is_chassis_resident() condition."""
     t = e.type
@@ -495,11 +491,11 @@ class LflowCompiler:
     def compile_lflow_local(self, lflow: Any) -> list[CompiledLflow | LflowError]:
         """The flow on each of its datapaths that is local."""
         local = self.ctx.local_datapaths
-        dp = _first(lflow.logical_datapath)
+        dp = opt_first(lflow.logical_datapath)
         if dp is not None:
             dps = [dp]
         else:
-            group = _first(lflow.logical_dp_group)
+            group = opt_first(lflow.logical_dp_group)
             if group is None:
                 return [LflowError(lflow.uuid, "lflow has no datapath or datapath group")]
             dps = group.datapaths
@@ -579,7 +575,7 @@ class LflowCompiler:
 
         # Controller meter and actions.
         ctrl_meter_id = NX_CTLR_NO_METER
-        meter_name = _first(lflow.controller_meter)
+        meter_name = opt_first(lflow.controller_meter)
         if meter_name:
             ctrl_meter_id = ctx.meter_table.assign_id(meter_name, lf_uuid)
             if not ctrl_meter_id:
@@ -594,7 +590,7 @@ class LflowCompiler:
 
         flows, conj_flows, as_infos = self._finish(
             prepared, start - 1 if n_conjs else 0, dp, ingress,
-            (OFTABLE_LOG_INGRESS_PIPELINE if ingress else OFTABLE_LOG_EGRESS_PIPELINE) + table_id,
+            (C.T_LOG_INGRESS if ingress else C.T_LOG_EGRESS) + table_id,
             lflow.priority, lf_uuid.int >> 96, actions)
         stats["flows"] += len(flows) + len(conj_flows)
         refs = refs.merged(recorder.refs())
@@ -623,7 +619,7 @@ class LflowCompiler:
             ctx = self.ctx
             pp = self._parse_params[pkey] = ParseParams(
                 symtab=ctx.symtab, dhcp_opts=ctx.dhcp_opts, dhcpv6_opts=ctx.dhcpv6_opts,
-                pipeline=0 if ingress else 1, n_tables=LOG_PIPELINE_LEN, cur_ltable=table_id)
+                pipeline=0 if ingress else 1, n_tables=C.LOG_PIPELINE_LEN, cur_ltable=table_id)
         parsed = parse_actions(actions, pp)
         if isinstance(parsed, ActionError):
             entry = _Actions(None, f"error parsing actions \"{actions}\": {parsed}", False)
@@ -722,7 +718,7 @@ class LflowCompiler:
         ep = EncodeParams(
             lookup_port=recorder.lookup_port, tunnel_ofport=recorder.tunnel_ofport,
             is_switch=dp.is_switch, pipeline=0 if ingress else 1,
-            output_ptable=OFTABLE_OUTPUT_INIT if ingress else OFTABLE_SAVE_INPORT,
+            output_ptable=C.T_OUTPUT_INIT if ingress else C.T_SAVE_INPORT,
             common_nat_ct_zone=dp.common_nat_ct_zone, lflow_uuid=lf_uuid, dp_key=dp.key,
             ctrl_meter_id=akey[2], collector_ids=ctx.collector_ids,
             group_table=cast(ExtendTable, groups), meter_table=cast(ExtendTable, meters),

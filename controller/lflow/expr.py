@@ -12,15 +12,13 @@ The implementation is split by stage (each module documents its part):
 * ``expr_microflow`` ``parse_microflow`` (inject-pkt), ``find_inport``
 * ``conj_ids``       conjunction-id allocation
 
-``compile_match()`` runs the pipeline ovn-controller applies to the match of
-one logical flow (templates, parse with address sets / port groups and
-reference recording, action prerequisites, annotate, simplify, conditions,
-normalise, matches).
+The agent runs the stages itself (``controller/lflow/compile.py``, which
+caches between them); ``tests/lflow/match_pipeline.py`` chains them for the
+expression tests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, MutableSet
 
 from controller.lflow.expr_annotate import (
     annotate, evaluate_condition, parse_field_with_prereqs, simplify,
@@ -41,14 +39,12 @@ from controller.lflow.expr_parse import (
     parse_constant_set, parse_expr, parse_expr_string, parse_field,
     resolve_field, type_check,
 )
-from controller.lflow.lexer import parse_template_string
-from controller.lflow.symtab import Symbol
 
 __all__ = [
     "C_INTEGER", "C_STRING", "E_AND", "E_BOOL", "E_CMP", "E_COND", "E_OR",
     "R_EQ", "R_GE", "R_GT", "R_LE", "R_LT", "R_NE", "Constant", "ConstantSet",
     "Expr", "ExprError", "ExprField", "ExprMatch", "annotate", "clone",
-    "combine", "compile_match", "const_set_from_integers",
+    "combine", "const_set_from_integers",
     "const_set_from_strings", "const_set_integers_diff", "constant_format",
     "constant_set_format", "find_inport", "parse_microflow",
     "evaluate", "evaluate_condition", "expr_format", "expr_not", "expr_parse",
@@ -57,31 +53,3 @@ __all__ = [
     "parse_field", "parse_field_with_prereqs", "prepare", "resolve_field",
     "simplify", "to_matches", "type_check",
 ]
-
-
-def compile_match(text: str, symtab: Mapping[str, Symbol], *,
-                  addr_sets: Mapping[str, ConstantSet] | None = None,
-                  port_groups: Mapping[str, ConstantSet] | None = None,
-                  dp_key: int = 0,
-                  lookup_port: Callable[[str], int | None],
-                  is_chassis_resident: Callable[[str], bool],
-                  prereqs: Expr | None = None,
-                  template_vars: Mapping[str, str] | None = None,
-                  template_refs: MutableSet[str] | None = None,
-                  addr_sets_ref: MutableMapping[str, int] | None = None,
-                  port_groups_ref: MutableSet[str] | None = None,
-                  ) -> tuple[list[ExprMatch], int]:
-    """Matches of one logical-flow match string and the number of conjunction
-    ids they use (ids start at 1; see ``prepare``).  'prereqs' (from the
-    actions) is ANDed in before annotation and consumed.  Raises ExprError."""
-    if template_vars is not None and "^" in text:
-        text = parse_template_string(text, template_vars, template_refs)
-    e = parse_expr(text, symtab, addr_sets, port_groups, dp_key, addr_sets_ref,
-                   port_groups_ref)
-    if prereqs is not None:
-        e = combine(E_AND, e, prereqs) or e
-    e = annotate(e, symtab)
-    e = simplify(e)
-    e = evaluate_condition(e, is_chassis_resident)
-    e = normalize(e)
-    return to_matches(e, lookup_port)

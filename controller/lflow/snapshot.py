@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from physical.inputs import opt_first
+
 Row = types.SimpleNamespace
 
 
@@ -160,7 +162,7 @@ def local_datapath_keys(sb: SbSnapshot, chassis_name: str,
         by_dp.setdefault(pb.datapath.tunnel_key, []).append(pb)
     todo = [pb.datapath.tunnel_key for pb in pbs
             if pb.logical_port in iface_ids
-            or getattr(_first_row(pb.chassis), "name", None) == chassis_name]
+            or getattr(opt_first(pb.chassis), "name", None) == chassis_name]
     local: set[int] = set()
     while todo:
         key = todo.pop()
@@ -173,12 +175,6 @@ def local_datapath_keys(sb: SbSnapshot, chassis_name: str,
                 if peer is not None and peer.type == "patch":
                     todo.append(peer.datapath.tunnel_key)
     return local
-
-
-def _first_row(v: Any) -> Any:
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
 
 
 def context_from_snapshot(sb: SbSnapshot, chassis_name: str, local_dps: set[int],
@@ -199,14 +195,14 @@ def context_from_snapshot(sb: SbSnapshot, chassis_name: str, local_dps: set[int]
         ports[pb.logical_port] = (dp_key, pb.tunnel_key)
         if pb.logical_port in related_names or pb.type in ("patch", "vtep"):
             related.add(f"{dp_key}_{pb.tunnel_key}")
-        ch = _first_row(pb.chassis)
+        ch = opt_first(pb.chassis)
         if ch is not None and ch.name == chassis_name:
             resident.add(pb.logical_port)
         elif pb.type == "chassisredirect":
-            group = _first_row(pb.ha_chassis_group)
+            group = opt_first(pb.ha_chassis_group)
             members = group.ha_chassis if group is not None else []
-            if len(members) == 1 and _first_row(members[0].chassis) is not None \
-                    and _first_row(members[0].chassis).name == chassis_name:
+            if len(members) == 1 and opt_first(members[0].chassis) is not None \
+                    and opt_first(members[0].chassis).name == chassis_name:
                 resident.add(pb.logical_port)
     mcgroups = {(mg.datapath.tunnel_key, mg.name): mg.tunnel_key
                 for mg in sb.table("Multicast_Group")}

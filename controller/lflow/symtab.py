@@ -27,6 +27,9 @@ from typing import Any
 
 from controller.lflow import lexer as lx
 from ofctrl import fields as of_fields
+from physical.constants import (MLF_ALLOW_LOOPBACK_BIT, MLF_FORCE_SNAT_FOR_DNAT_BIT,
+                                MLF_FORCE_SNAT_FOR_LB_BIT, MLF_SKIP_SNAT_FOR_LB_BIT,
+                                MLF_USE_SNAT_ZONE_BIT, N_LOG_REGS)
 
 L_NOMINAL = 0
 L_BOOLEAN = 1
@@ -176,15 +179,9 @@ def format_symbol(sym: Symbol) -> str:
     return f"{sym.name} = {of_fields.field(sym.field).oxm_name}"
 
 
-# MLF_* bits of the logical flags register and OVN_CT_* bits (23.03).
-MLF_ALLOW_LOOPBACK_BIT = 0
-MLF_FORCE_SNAT_FOR_DNAT_BIT = 2
-MLF_FORCE_SNAT_FOR_LB_BIT = 3
-MLF_SKIP_SNAT_FOR_LB_BIT = 9
-MLF_USE_SNAT_ZONE = 11
+# ct_state bits (23.03).
 CT_STATE_BITS = (("new", 0), ("est", 1), ("rel", 2), ("rpl", 3), ("inv", 4),
                  ("trk", 5), ("snat", 6), ("dnat", 7))
-N_LOG_REGS = 10
 
 
 def build_ovn_symtab() -> Symtab:
@@ -218,7 +215,7 @@ def build_ovn_symtab() -> Symtab:
     st.add_subfield("flags.force_snat_for_dnat", None, f"flags[{MLF_FORCE_SNAT_FOR_DNAT_BIT}]")
     st.add_subfield("flags.force_snat_for_lb", None, f"flags[{MLF_FORCE_SNAT_FOR_LB_BIT}]")
     st.add_subfield("flags.skip_snat_for_lb", None, f"flags[{MLF_SKIP_SNAT_FOR_LB_BIT}]")
-    st.add_subfield("flags.use_snat_zone", None, f"flags[{MLF_USE_SNAT_ZONE}]")
+    st.add_subfield("flags.use_snat_zone", None, f"flags[{MLF_USE_SNAT_ZONE_BIT}]")
 
     ct = WR_CT_COMMIT
     st.add_field("ct_mark", "ct_mark", scope=ct)

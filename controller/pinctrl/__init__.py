@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-_HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3")
+_HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
+                    "controller.pinctrl.handlers_l7")
 
 
 def _load_handlers() -> None:

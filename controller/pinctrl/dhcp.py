@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from controller.pinctrl.l7frame import L7Answer, bytes_at, ipv4_header_csum, layout
+from controller.pinctrl.l7frame import L7Answer, bytes_at, ipv4_header_csum, l4_span
 
 __all__ = ["put_dhcp_opts", "DHCP_MAGIC_COOKIE"]
 
@@ -145,10 +145,11 @@ def put_dhcp_opts(frame: bytes, offer_ip: bytes, options: bytes) -> L7Answer:
     is 4 bytes; ``options`` the userdata after the offer IP."""
     if not options:
         return L7Answer(None, (("warn", "DHCP options not present in the userdata"),))
-    lay = layout(frame)
-    if lay is None or lay.l4 < 0 or lay.l4_size < _UDP_LEN:
+    span = l4_span(frame, _UDP_LEN)
+    if span is None:
         return L7Answer(None, (("warn", "Invalid or incomplete DHCP packet received"),))
-    l3, l4, end = lay.l3, lay.l4, lay.l4_end
+    h, l4, end = span
+    l3 = h.l3
     bootp = l4 + _UDP_LEN
     if bootp + _BOOTP_LEN > end:
         return L7Answer(None, (("warn", "Invalid or incomplete DHCP packet received, "

@@ -24,8 +24,8 @@ its size and the ICMPv6 checksum is computed over the RS's addresses.
 
 from __future__ import annotations
 
-from controller.pinctrl.l7frame import (
-    ETH_TYPE_IPV6, L7Answer, byte_at, bytes_at, csum16, layout, pseudo6)
+from controller.pinctrl.frames import ETH_TYPE_IPV6, IPPROTO_ICMPV6
+from controller.pinctrl.l7frame import L7Answer, byte_at, bytes_at, l4_span, transport_csum6
 
 __all__ = ["put_dhcpv6_opts", "put_nd_ra_opts", "compose_dhcpv6_options"]
 
@@ -37,7 +37,6 @@ OPT_CLIENT_ID, OPT_SERVER_ID, OPT_IA_NA, OPT_IA_ADDR = 1, 2, 3, 5
 OPT_DNS_SERVER, OPT_DOMAIN_SEARCH = 23, 24
 _INFINITE = b"\xff\xff\xff\xff"
 _DUID_LL_ETHERNET = b"\x00\x03\x00\x01"
-_ICMP6 = 58
 _ND_ROUTER_SOLICIT = 133
 
 
@@ -79,7 +78,7 @@ def compose_dhcpv6_options(userdata: bytes, iaid: bytes) -> bytes | None:
 
 def _udp6_checksum(out: bytearray, l3: int, l4: int) -> None:
     out[l4 + 6:l4 + 8] = b"\0\0"
-    csum = csum16(pseudo6(out, l3) + bytes(out[l4:]))
+    csum = transport_csum6(out, l3, l4, len(out))
     out[l4 + 6:l4 + 8] = (csum or 0xFFFF).to_bytes(2, "big")
 
 
@@ -88,17 +87,18 @@ def put_dhcpv6_opts(frame: bytes, options: bytes) -> L7Answer:
     the userdata after the result field."""
     if not options:
         return L7Answer(None, (("warn", "DHCPv6 options not present in the userdata"),))
-    lay = layout(frame)
-    if lay is None or lay.l4 < 0 or lay.l4_size < 8:
+    span = l4_span(frame, 8)
+    if span is None:
         return L7Answer(None, (("warn", "truncated dhcpv6 packet"),))
-    l3, l4 = lay.l3, lay.l4
+    h, l4, l4_end = span
+    l3 = h.l3
     payload = l4 + 8
     in_type = byte_at(frame, payload)
     out_type = _REPLY_TYPE.get(in_type)
     if out_type is None:
         return L7Answer(None)
     udp_len = int.from_bytes(frame[l4 + 4:l4 + 6], "big")
-    end = l4 + min(udp_len, lay.l4_size)
+    end = l4 + min(udp_len, l4_end - l4)
     iaid = bytes(4)
     client_id = -1
     pos = payload + 4
@@ -138,16 +138,16 @@ def put_nd_ra_opts(frame: bytes, body: bytes) -> L7Answer:
     ``body`` is the RA the lflow encoder built (userdata after the result field)."""
     if not body:
         return L7Answer(None, (("warn", "IPv6 ND RA options not present in the userdata"),))
-    lay = layout(frame)
-    if (lay is None or lay.eth_type != ETH_TYPE_IPV6 or lay.nw_proto != _ICMP6
-            or lay.later_frag or lay.l4_size < 8
-            or frame[lay.l4] != _ND_ROUTER_SOLICIT or frame[lay.l4 + 1] != 0):
+    span = l4_span(frame, 0)
+    if (span is None or span[0].dl_type != ETH_TYPE_IPV6 or span[0].nw_proto != IPPROTO_ICMPV6
+            or span[0].tp_src != _ND_ROUTER_SOLICIT or span[0].tp_dst != 0):
         return L7Answer(None, (("warn", "put_nd_ra action on invalid or unsupported packet"),))
-    l3, l4 = lay.l3, lay.l4
+    h, l4, _end = span
+    l3 = h.l3
     out = bytearray(frame[:l4]) + body + b"\0\0\0\0"
     out[l3 + 4:l3 + 6] = (len(body) & 0xFFFF).to_bytes(2, "big")
     out[l4 + 2:l4 + 4] = b"\0\0"
-    csum = csum16(pseudo6(out, l3) + bytes(out[l4:l4 + len(body)]))
+    csum = transport_csum6(out, l3, l4, l4 + len(body))
     out[l4 + 2:l4 + 4] = csum.to_bytes(2, "big")
     del out[l4 + len(body):]
     return L7Answer(bytes(out))

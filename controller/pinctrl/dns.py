@@ -30,12 +30,12 @@ import socket
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from controller.pinctrl.l7frame import L7Answer, csum16, ipv4_header_csum, layout, pseudo6
+from controller.pinctrl.l7frame import L7Answer, ipv4_header_csum, l4_span, transport_csum6
 
-__all__ = ["DnsCache", "EMPTY_DNS_CACHE", "build_dns_cache", "dns_lookup",
-           "parse_ip_addresses"]
+__all__ = ["DnsCache", "EMPTY_DNS_CACHE", "build_dns_cache", "dns_cache_from_sb",
+           "dns_lookup", "parse_ip_addresses"]
 
 TYPE_A, TYPE_PTR, TYPE_AAAA, TYPE_ANY = 1, 12, 28, 255
 _SUPPORTED = (TYPE_A, TYPE_AAAA, TYPE_ANY, TYPE_PTR)
@@ -80,6 +80,13 @@ def build_dns_cache(rows: Iterable[tuple[Mapping[str, str], Mapping[str, str], I
         for dp in dps:
             by_dp.setdefault(dp, []).append(recs)
     return DnsCache(MappingProxyType({dp: tuple(v) for dp, v in by_dp.items()}))
+
+
+def dns_cache_from_sb(rows: Iterable[Any]) -> DnsCache:
+    """:func:`build_dns_cache` over SB DNS IDL rows (``external_ids``,
+    ``records``, ``datapaths`` referencing Datapath_Binding rows)."""
+    return build_dns_cache((dict(r.external_ids), dict(r.records),
+                            [int(dp.tunnel_key) for dp in r.datapaths]) for r in rows)
 
 
 # -- record values: OVN extract_ip_addresses() ---------------------------------
@@ -230,10 +237,11 @@ def _ptr_rdata(value: bytes) -> bytes:
 
 def dns_lookup(frame: bytes, dp_key: int, cache: DnsCache) -> L7Answer:
     """The DNS answer to ``frame`` arriving on datapath ``dp_key``."""
-    lay = layout(frame)
-    if lay is None or lay.l4 < 0 or lay.l4_size < 8 + _DNS_HEADER:
+    span = l4_span(frame, 8 + _DNS_HEADER)
+    if span is None:
         return L7Answer(None, (("warn", "truncated dns packet"),))
-    l3, l4 = lay.l3, lay.l4
+    h, l4, l4_end = span
+    l3 = h.l3
     dns = l4 + 8
     if frame[dns + 2] & 0x80:
         return L7Answer(None)
@@ -243,7 +251,7 @@ def dns_lookup(frame: bytes, dp_key: int, cache: DnsCache) -> L7Answer:
         return L7Answer(None, (("dbg", "Received DNS query with additional records, "
                                        "which is unsupported"),))
     udp_len = int.from_bytes(frame[l4 + 4:l4 + 6], "big")
-    end = l4 + min(udp_len, lay.l4_size)
+    end = l4 + min(udp_len, l4_end - l4)
     qname = dns + _DNS_HEADER
     labels: list[bytes] = []
     pos = qname
@@ -299,6 +307,6 @@ def dns_lookup(frame: bytes, dp_key: int, cache: DnsCache) -> L7Answer:
         ipv4_header_csum(out, l3)
     else:
         out[l3 + 4:l3 + 6] = new_l4.to_bytes(2, "big")
-        csum = csum16(pseudo6(out, l3) + bytes(out[l4:]))
+        csum = transport_csum6(out, l3, l4, len(out))
         out[l4 + 6:l4 + 8] = (csum or 0xFFFF).to_bytes(2, "big")
     return L7Answer(bytes(out))

@@ -37,7 +37,7 @@ ICMPv4 port unreachable, 534-byte quote      35 us       4.7 us
 os-ken's ICMP error is byte-identical once given DF, TOS 0 and id 0, but
 its Ethernet serializer pads every frame shorter than 60 bytes (its RST is
 60 bytes, C's 54; C's ARP request is 42, its SCTP ABORT 50) and it cannot
-express the raw-byte quirks above.  Being 7-12x slower as well, it is not
+express the raw-byte quirks above.  Being 7-13x slower as well, it is not
 used here; the tests use it as an independent decoder of what we build.
 """
 

@@ -47,7 +47,13 @@ ff:ff:ff:ff:ff:ff with sha = eth.src = MAC, spa = tpa = IP, tha = 0; RARP =
 ethertype 0x8035, op 3, sha = tha = MAC, spa = tpa = 0.  They are packed with
 ``struct``: os-ken's ethernet serializer pads frames to 60 bytes, C does not.
 Each goes out as a packet-out that loads the port's datapath into metadata
-and its key into reg14 and resubmits to table 8 (PO-I).
+and its key into reg14 and resubmits to table 8 (PO-I, ``openflow.po_inject``).
+
+The main-loop side (the pinctrl facade) replans when an input may have
+changed and applies the upserts in the SB transaction of the iteration that
+created the key, as C does; an update with unchanged inputs is a no-op.
+Planning cost, measured on the shared 2-core machine: 3-6 ms for 400
+announcements with 5000 ports on the localnet switch (fake rows).
 """
 
 from __future__ import annotations
@@ -65,10 +71,8 @@ from controller.encaps import has_map_key
 from controller.indexes import SbIndexes, ref_uuid
 from controller.lflow.lexer import T_ID, T_LPAREN, T_RPAREN, T_STRING, Lexer
 from controller.local_data import LocalDatapath, ha_group_is_active, opt_first
+from controller.pinctrl.openflow import po_inject
 from controller.vlog import RateLimiter
-from ofctrl.match import Match
-from ofctrl.messages import OFP15_VERSION, OFP_NO_BUFFER, OFPT_PACKET_OUT
-from ofctrl.ofpacts import OFPP_CONTROLLER, Resubmit, SetField, encode_actions
 
 log = structlog.get_logger("pinctrl")
 log_util = structlog.get_logger("ovn_util")
@@ -465,18 +469,6 @@ def rarp_frame(mac: str) -> bytes:
         + m + b"\0" * 4 + m + b"\0" * 4
 
 
-_IN_PORT_CONTROLLER = Match([("in_port", 0xFFFD, None)]).encode()
-
-
-def packet_out_inject(frame: bytes, dp_key: int, port_key: int, xid: int = 0) -> bytes:
-    """PO-I: OF1.5 packet-out, in_port CONTROLLER, metadata/reg14 loaded,
-    resubmit(CONTROLLER, 8)."""
-    acts = encode_actions([SetField("metadata", dp_key), SetField("reg14", port_key),
-                           Resubmit(INGRESS_TABLE, OFPP_CONTROLLER)])
-    body = struct.pack("!IH2x", OFP_NO_BUFFER, len(acts)) + _IN_PORT_CONTROLLER + acts + frame
-    return struct.pack("!BBHI", OFP15_VERSION, OFPT_PACKET_OUT, 8 + len(body), xid) + body
-
-
 # ====================================================================== announcer
 @dataclass(frozen=True, slots=True)
 class LocalMacBinding:
@@ -543,12 +535,13 @@ class GarpAnnouncer:
 
     def run(self, now_ms: int) -> list[bytes]:
         """Packet-outs of the announcements due at `now_ms`."""
+        now_ms = int(now_ms)          # (the service's clock is ovs.timeval's float ms)
         out: list[bytes] = []
         with self._lock:
             for s in self._entries.values():
                 if s.due_ms is None or now_ms < s.due_ms:
                     continue
-                out.append(packet_out_inject(s.frame, s.dp_key, s.port_key))
+                out.append(po_inject(s.frame, s.dp_key, s.port_key, INGRESS_TABLE))
                 if s.backoff < LAST_BACKOFF:
                     s.backoff *= 2
                     s.due_ms = now_ms + s.backoff * 1000

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.vlog import RateLimiter
+
 __all__ = ["MacBindingIntent", "FdbIntent", "VportIntent", "EventIntent",
            "ActivationIntent", "BufferIntent", "LogIntent", "SbIntent", "Intent",
            "Outcome", "DROP"]
@@ -75,9 +77,12 @@ class BufferIntent:
 
 @dataclass(frozen=True, slots=True)
 class LogIntent:
+    """One log line; with ``rate_limit`` it is logged as VLOG_*_RL through that limiter."""
+
     module: str
     level: str
     text: str
+    rate_limit: RateLimiter | None = field(default=None, compare=False)
 
 
 SbIntent = MacBindingIntent | FdbIntent | VportIntent | EventIntent | ActivationIntent

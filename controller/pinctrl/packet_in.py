@@ -105,8 +105,17 @@ class PacketIn:
         return self.userdata[8:]
 
 
+# Fields Match stores differently from their OXM (VLAN, DSCP, 128-bit
+# registers, the narrow ct_state/tun_flags masks): normalised through Match
+# when present; the usual ones (registers, metadata, in_port) take the fast path.
+_FOLDED = frozenset(("vlan_vid", "vlan_pcp", "dl_vlan", "dl_vlan_pcp", "ip_dscp",
+                     "xxreg0", "xxreg1", "xxreg2", "xxreg3", "ct_state", "tun_flags",
+                     "tcp_flags", "arp_op"))
+
+
 def _decode_metadata(data: bytes) -> tuple[MetadataItem, ...]:
     items: list[MetadataItem] = []
+    fold = False
     ofs, end = 0, len(data)
     while ofs < end:
         if ofs + 4 > end:
@@ -136,10 +145,37 @@ def _decode_metadata(data: bytes) -> tuple[MetadataItem, ...]:
             raise PacketInError("bad OXM width %d for %s" % (width, f.name))
         value = int.from_bytes(body[:width], "big")
         mask = int.from_bytes(body[width:], "big") if masked else None
-        items.append((f.name, value, mask))
+        name = f.name
+        if name.startswith("xreg"):             # OF1.5 registers: pairs of 32-bit regs
+            base = 2 * int(name[4:])
+            full = 0xFFFFFFFF
+            for k, shift in ((0, 32), (1, 0)):
+                part_mask = full if mask is None else (mask >> shift) & full
+                if part_mask:
+                    v = (value >> shift) & part_mask
+                    items.append(("reg%d" % (base + k), v,
+                                  None if part_mask == full else part_mask))
+            continue
+        if name == "in_port_oxm":
+            if value >= 0xFFFFFFFF or 0xFF00 <= value < 0xFFFFFF00:
+                raise PacketInError("in_port %#x outside the range OVS maps" % value)
+            items.append(("in_port", value - 0xFFFF0000 if value >= 0xFF00 else value, None))
+            continue
+        if name in _FOLDED:
+            fold = True
+        elif mask is not None:
+            if mask == (1 << (8 * width)) - 1:
+                mask = None
+            elif not mask:
+                continue
+            else:
+                value &= mask
+        items.append((name, value, mask))
+    if not fold:
+        return tuple(items)
     try:
         return Match(items).items
-    except (MatchError, ValueError) as e:     # e.g. an in_port OVS cannot map
+    except (MatchError, ValueError) as e:
         raise PacketInError("bad metadata: %s" % e) from e
 
 

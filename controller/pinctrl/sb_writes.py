@@ -10,9 +10,13 @@ commit time (0 ms for unicast-destined learns, 1-50 ms otherwise); FDB
 entries by (dp, mac), 1000, silently capped; virtual-port claims by (dp,
 vport), 1000 (``pinctrl_drop_put_vport_binding``); controller events by
 their info, 1000 (``pinctrl_drop_controller_event``); activations as a
-de-duplicated list.  So a VM flooding ARP replies for thousands of IPs costs
-at most 1000 rows per batch, and the queue cannot grow while the main loop
-is busy.
+de-duplicated list.  So a VM flooding ARP replies for thousands of IPs
+queues at most 1000 learns, and the queue cannot grow while the main loop
+is busy.  One transaction writes at most ``MAX_WRITES_PER_TXN`` (100)
+MAC_Binding and 100 FDB rows, the rest waits for the next one (C writes all
+ready ones at once; the Python IDL costs 0.1-0.35 ms per row written, so
+1000 rows held an iteration for up to 405 ms in a 3000-learn storm,
+``benchmarks/pinctrl_storm.py``).
 
 :class:`SbWriter` applies one batch in the iteration's SB transaction
 (never without one: then the work waits, except events older than 10 s
@@ -43,16 +47,19 @@ from controller.coverage import COVERAGE, Coverage
 from controller.indexes import UniqueIndex
 from controller.pinctrl.outcome import (
     ActivationIntent, EventIntent, FdbIntent, MacBindingIntent, SbIntent, VportIntent)
+from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache, dns_cache_from_sb
 from controller.pinctrl.state import LocalSnapshot, PortInfo
 from controller.vlog import RateLimiter, get_logger
 
 __all__ = ["PendingWork", "Batch", "SbWriter", "SnapshotPublisher", "MAX_PENDING",
-           "EVENT_MAX_AGE_MS"]
+           "EVENT_MAX_AGE_MS", "MAX_WRITES_PER_TXN"]
 
 log = get_logger("pinctrl")
 _rl_unknown = RateLimiter(per_minute=12, burst=1)
 
 MAX_PENDING = 1000
+# MAC bindings / FDB entries written per SB transaction (see the design note).
+MAX_WRITES_PER_TXN = 100
 EVENT_MAX_AGE_MS = 10_000
 
 
@@ -150,8 +157,10 @@ class PendingWork:
                 if now >= at:
                     b.mac_bindings.append((k[0], k[1], k[2], mac))
                     del self._mac[k]
-            b.fdbs = [(dp, mac, port) for (dp, mac), port in self._fdb.items()]
-            self._fdb.clear()
+                    if len(b.mac_bindings) >= MAX_WRITES_PER_TXN:
+                        break
+            for fk in list(self._fdb)[:MAX_WRITES_PER_TXN]:
+                b.fdbs.append((fk[0], fk[1], self._fdb.pop(fk)))
             b.vports = [(dp, vp, parent) for (dp, vp), parent in self._vport.items()]
             self._vport.clear()
             b.events = list(self._events)
@@ -233,15 +242,20 @@ class SbWriter:
                             % (dp_key, port_key))
                 continue
             key = (pb.logical_port, ip)
-            row = inserted.get(key) or self.mb_index.get(key)
+            row = inserted.get(key)
+            new = row is not None
+            if row is None:
+                row = self.mb_index.get(key)
             if row is None:
                 row = txn.insert(tables["MAC_Binding"])
                 row.logical_port = pb.logical_port
                 row.ip = ip
                 row.datapath = pb.datapath
                 inserted[key] = row
+                new = True
                 n += 1
-            if row.mac != mac:
+            # (an inserted row's unset columns cannot be read back)
+            if new or row.mac != mac:
                 row.mac = mac
                 if can_timestamp:
                     row.timestamp = int(time.time() * 1000)
@@ -284,13 +298,17 @@ class SbWriter:
         fdb_inserted: dict[tuple[str, int], Any] = {}
         for dp_key, mac, port_key in batch.fdbs:
             fkey = (mac, dp_key)
-            row = fdb_inserted.get(fkey) or self.fdb_index.get(fkey)
+            row = fdb_inserted.get(fkey)
+            new = row is not None
+            if row is None:
+                row = self.fdb_index.get(fkey)
             if row is None:
                 row = txn.insert(tables["FDB"])
                 row.dp_key = dp_key
                 row.mac = mac
                 fdb_inserted[fkey] = row
-            if row.port_key != port_key:
+                new = True
+            if new or row.port_key != port_key:
                 row.port_key = port_key
             n += 1
         for dp_key, port_key in batch.activations:
@@ -306,6 +324,33 @@ class SbWriter:
             pb.setkey("options", "additional-chassis-activated",
                       "%s,%s" % (current, chassis.name) if current else chassis.name)
             n += 1
+        return n
+
+    def apply_local(self, bindings: Iterable[Any], txn: Any, tables: Mapping[str, Any], idx: Any,
+                    can_timestamp: bool) -> int:
+        """MAC_Binding upserts a GARP makes on peer router ports (C's
+        send_garp_locally): (dp_key, port_key, ip, mac, update_only) each."""
+        n = 0
+        for b in bindings:
+            dp = idx.dp_by_key.get(b.dp_key)
+            pb = idx.pb_by_key.get((dp.uuid, b.port_key)) if dp is not None else None
+            if pb is None:
+                continue
+            row = self.mb_index.get((pb.logical_port, b.ip))
+            new = False
+            if row is None:
+                if b.update_only:
+                    continue
+                row = txn.insert(tables["MAC_Binding"])
+                row.logical_port = pb.logical_port
+                row.ip = b.ip
+                row.datapath = pb.datapath
+                new = True
+            if new or row.mac != b.mac:
+                row.mac = b.mac
+                if can_timestamp:
+                    row.timestamp = int(time.time() * 1000)
+                n += 1
         return n
 
 
@@ -327,13 +372,21 @@ class SnapshotPublisher:
         self._key_of: dict[uuidlib.UUID, tuple[int, int]] = {}
         self._dps: dict[uuidlib.UUID, int] = {}
         self._chassis = ""
+        self._dns: DnsCache = EMPTY_DNS_CACHE
+        self._dns_loaded = False
         self.version = 0
 
     def run(self, chassis_name: str, local_datapaths: Mapping[uuidlib.UUID, Any],
-            pbs_on_datapath: Callable[[uuidlib.UUID], Iterable[Any]], tracker: Any) -> bool:
-        """Update from this iteration's state; True when a new snapshot was published."""
+            pbs_on_datapath: Callable[[uuidlib.UUID], Iterable[Any]], tracker: Any,
+            dns_rows: Callable[[], Iterable[Any]] | None = None) -> bool:
+        """Update from this iteration's state; True when a new snapshot was published.
+        ``dns_rows`` gives the SB DNS rows; the DNS cache is rebuilt when they change."""
         dps = {u: int(ld.key) for u, ld in local_datapaths.items()}
         changed = False
+        if dns_rows is not None and (not self._dns_loaded or tracker.reset
+                                     or tracker.has_changes("DNS")):
+            self._dns, self._dns_loaded = dns_cache_from_sb(dns_rows()), True
+            changed = True
         if dps != self._dps or chassis_name != self._chassis or tracker.reset:
             self._dps, self._chassis = dps, chassis_name
             self._ports.clear()
@@ -358,7 +411,7 @@ class SnapshotPublisher:
             self.version += 1
             ports = list(self._ports.values())
             self._publish(LocalSnapshot.build(chassis_name, ports, frozenset(dps.values()),
-                                              self.version))
+                                              self.version, self._dns))
         return changed
 
     def _file(self, pb: Any, dp_key: int) -> None:
@@ -373,104 +426,3 @@ class SnapshotPublisher:
             return False
         self._ports.pop(key, None)
         return True
-
-
-class Pinctrl:
-    """What the daemon drives: the service thread plus the main-loop side.
-
-    ``run()`` once per iteration (before the SB transaction commits and the
-    tracked changes are cleared), ``wait()`` before blocking, ``close()`` on
-    exit.  ``threaded=False`` runs the service from the main poller (tests).
-    """
-
-    def __init__(self, coverage: Coverage = COVERAGE, threaded: bool = True,
-                 service: Any = None) -> None:
-        from controller.pinctrl.buffered import BufferedPackets
-        from controller.pinctrl.service import PinctrlService
-        self.work = PendingWork(coverage)
-        self.buffered = BufferedPackets(coverage)
-        self.service = service or PinctrlService(self.work, self.buffered, coverage)
-        self.writer = SbWriter()
-        self.snapshots = SnapshotPublisher(self.service.publish)
-        self.threaded = threaded
-        self._had_txn = False
-        self._symtab: Any = None
-
-    def run(self, target: str, sb: Any, idx: Any, chassis: Any,
-            local_datapaths: Mapping[uuidlib.UUID, Any]) -> None:
-        svc = self.service
-        svc.set_target(target)
-        if self.threaded:
-            svc.start()
-        else:
-            svc.run()
-        svc.main_run()
-        if sb is None:
-            self._had_txn = False
-            return
-        tracker = sb.tracker
-        tables = {n: sb.table(n) for n in ("MAC_Binding", "FDB", "Controller_Event")
-                  if sb.has_table(n)}
-        self.writer.track(tables, tracker)
-        if chassis is not None:
-            self.snapshots.run(chassis.name, local_datapaths, idx.pbs_on_datapath, tracker)
-        txn = sb.txn
-        self._had_txn = txn is not None and chassis is not None
-        batch = self.work.take(self._had_txn)
-        if batch:
-            mb_cols = sb.idl.tables["MAC_Binding"].columns if sb.has_table("MAC_Binding") else {}
-            self.writer.apply(batch, txn, sb.idl.tables, idx, chassis, "timestamp" in mb_cols,
-                              self.work.done_activation,
-                              tables.get("Controller_Event", {}).values())
-        if len(self.buffered):
-            tc = tracker.tables.get("MAC_Binding")
-            rows = [tr.row for tr in tc.new_or_updated()] if tc else []
-            svc.send(self.buffered.release(rows, idx.pb_by_name.get))
-
-    def wait(self, poller: Any) -> None:
-        self.service.main_wait(poller)
-        if self._had_txn:
-            at = self.work.next_commit_ms()
-            if at is not None:
-                poller.timer_wait_until(at)
-        if not self.threaded:
-            self.service.wait(poller)
-
-    def inject(self, microflow: str, br_int: Any, sb_table: Callable[[str], Any]) -> str | None:
-        """``inject-pkt``: None when sent, else the error text C replies."""
-        from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
-        from controller.lflow.symtab import ovn_symtab
-        from controller.pinctrl.inject import inject_message
-        conn = self.service.conn
-        if conn is None or not conn.is_connected():
-            return "OpenFlow channel not ready."
-        if self._symtab is None:
-            self._symtab = ovn_symtab()
-
-        def lookup_port(name: str) -> int | None:
-            for port in br_int.ports:
-                for iface in port.interfaces:
-                    if iface.external_ids.get("iface-id") != name:
-                        continue
-                    ofport = _opt_first(iface.ofport)
-                    if isinstance(ofport, int) and 1 <= ofport <= 0xFF00:
-                        return ofport
-            return None
-
-        addr_sets = {a.name: const_set_from_integers(list(a.addresses))
-                     for a in sb_table("Address_Set").values()}
-        port_groups = {pg.name: const_set_from_strings(list(pg.ports))
-                       for pg in sb_table("Port_Group").values()}
-        msg, error = inject_message(microflow, self._symtab, lookup_port, addr_sets, port_groups)
-        if msg is None:
-            return error
-        self.service.send([msg])
-        return None
-
-    @property
-    def activated_ports(self) -> frozenset[tuple[int, int]]:
-        """(dp key, port key) of ports a RARP activated on this chassis."""
-        return frozenset(self.work.activated)
-
-    def close(self) -> None:
-        self.service.close()

@@ -21,16 +21,26 @@ written.  Then the periodic senders run (objects with ``run(now_ms) ->
 list[bytes]`` and ``next_wake_ms()``), and messages the main loop queued
 (buffered-packet releases, inject-pkt) are sent.
 
-Thread, not the main poller -- measured (``benchmarks``-style, 2 shared
-cores, while 7 other agents ran), see ``THREAD_DECISION``: the main loop's
-cold-start iterations take 7-12 s, so a packet-in served from the main
-poller would wait up to that long.  In a thread, the GIL hands over every
-``sys.getswitchinterval()`` (5 ms), so a packet-in is answered within a few
-ms even while the main thread computes, and the main loop pays only the
-handler CPU time.  A separate process would avoid the GIL but would need the
-local view and every intent serialised across it, for a load (pinctrl
-handlers cost tens of µs) that does not need it.  ``threaded=False`` runs
-the same code from the caller's poller (tests).
+Thread, not the main poller, decided by measurement
+(``python -m benchmarks.pinctrl_latency``; 2 cores shared with 7 other
+agents, so the numbers are indicative).  A switch process sends 200
+packet-ins/s for 3 s while the main thread runs pure-Python work:
+
+==============  ========  ========  ========
+mode            rtt p50   rtt p99   rtt max
+==============  ========  ========  ========
+thread          5.4 ms    18.2 ms   21.3 ms
+same poller     447 ms    977 ms    977 ms   (main "iterations" of 1 s)
+==============  ========  ========  ========
+
+From the main poller a packet-in waits for the iteration in progress: up to
+1 s here, 7-12 s at today's cold start.  In a thread it waits for the GIL
+(handed over every ``sys.getswitchinterval()`` = 5 ms, a few hand-overs per
+packet), and the main loop pays only the handler CPU time: decode+dispatch
+costs 14 µs for put_arp, 25 µs for an acl log line.  A separate process
+would avoid the GIL but would need the local view and every intent
+serialised across it, for handlers this cheap.  ``run()``/``wait()`` can
+still be driven from the caller's poller (tests do).
 """
 
 from __future__ import annotations
@@ -55,7 +65,7 @@ from controller.vlog import DBG, ERR, INFO, WARN, RateLimiter, get_logger
 from ofctrl import messages as m
 from ofctrl.connection import Connection, Target
 
-__all__ = ["PinctrlService", "PeriodicSender", "MAX_RECV_PER_PASS", "THREAD_DECISION"]
+__all__ = ["PinctrlService", "PeriodicSender", "MAX_RECV_PER_PASS"]
 
 log = get_logger("pinctrl")
 _rl_decode = RateLimiter(per_minute=12, burst=1)
@@ -66,10 +76,6 @@ MAX_RECV_PER_PASS = 50
 PROBE_INTERVAL_MS = 5000
 _LEVELS = {"dbg": DBG, "debug": DBG, "info": INFO, "warn": WARN, "warning": WARN,
            "err": ERR, "error": ERR}
-
-# Measured by tests/pinctrl/test_core_service.py::test_thread_latency_under_busy_main
-# style runs (numbers written when the decision was taken; see the README).
-THREAD_DECISION = "thread"
 
 
 class PeriodicSender(Protocol):
@@ -182,6 +188,10 @@ class PinctrlService:
         with self._lock:
             self._notified = False
         return self._notify_r >= 0 and _drain(self._notify_r)
+
+    def wake(self) -> None:
+        """Make the service re-run (e.g. a periodic sender's schedule changed)."""
+        self._wake()
 
     # ------------------------------------------------------------ service side
     def _wake(self) -> None:
@@ -315,7 +325,11 @@ class PinctrlService:
         notify = False
         for intent in out.intents:
             if isinstance(intent, LogIntent):
-                get_logger(intent.module).log(_LEVELS.get(intent.level, INFO), intent.text)
+                level = _LEVELS.get(intent.level, INFO)
+                if intent.rate_limit is None:
+                    get_logger(intent.module).log(level, intent.text)
+                else:
+                    get_logger(intent.module).log_rl(intent.rate_limit, level, intent.text)
             elif isinstance(intent, BufferIntent):
                 self.buffered.add(intent)
             else:

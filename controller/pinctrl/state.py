@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Protocol
 
+from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache
+
 __all__ = ["PortInfo", "LocalView", "LocalSnapshot", "EMPTY_VIEW"]
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -48,6 +50,9 @@ class LocalView(Protocol):
 
     def port_by_name(self, name: str) -> PortInfo | None: ...
 
+    @property
+    def dns(self) -> DnsCache: ...
+
 
 @dataclass(frozen=True, slots=True)
 class LocalSnapshot:
@@ -59,6 +64,7 @@ class LocalSnapshot:
     ports_by_name: Mapping[str, PortInfo] = field(default_factory=lambda: MappingProxyType({}))
     local_datapaths: frozenset[int] = frozenset()
     version: int = 0
+    dns: DnsCache = EMPTY_DNS_CACHE
 
     def port_by_key(self, dp_key: int, port_key: int) -> PortInfo | None:
         return self.ports.get((dp_key, port_key))
@@ -68,12 +74,12 @@ class LocalSnapshot:
 
     @classmethod
     def build(cls, chassis_name: str, ports: list[PortInfo],
-              local_datapaths: frozenset[int] = frozenset(), version: int = 0
-              ) -> "LocalSnapshot":
+              local_datapaths: frozenset[int] = frozenset(), version: int = 0,
+              dns: DnsCache = EMPTY_DNS_CACHE) -> "LocalSnapshot":
         return cls(chassis_name=chassis_name,
                    ports=MappingProxyType({(p.dp_key, p.port_key): p for p in ports}),
                    ports_by_name=MappingProxyType({p.name: p for p in ports}),
-                   local_datapaths=local_datapaths, version=version)
+                   local_datapaths=local_datapaths, version=version, dns=dns)
 
 
 EMPTY_VIEW = LocalSnapshot()

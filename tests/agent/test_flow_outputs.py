@@ -1,6 +1,7 @@
 import uuid
 
-from controller.lflow_output import ExtendBridge, RefIndex
+from controller.lflow.compile import RefIndex
+from controller.lflow_output import ExtendBridge
 from tests.agent.fakes import FakeRow
 
 
@@ -136,6 +137,9 @@ def _shared_clause_output():
     compiled: list[str] = []
 
     class Compiler:
+        def forget_lflow(self, lflow_uuid):
+            pass
+
         def compile_lflow_local(self, row):
             compiled.append(row.name)
             flows = [Flow(44, 2003, f"tp_dst={p}", (Conjunction(row.conj, 2, 2),))
@@ -205,14 +209,18 @@ def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
 
     from controller.pflow_output import VifOfports
 
-    def lb(ofport: int | None, children: tuple[str, ...] = ()) -> SimpleNamespace:
+    def lb(ofport: int | None, children: tuple[str, ...] = (),
+           bound: bool = True) -> SimpleNamespace:
         iface = SimpleNamespace(ofport=[ofport]) if ofport is not None else None
-        return SimpleNamespace(iface=iface, children=list(children), pb=None)
+        return SimpleNamespace(iface=iface, children=list(children),
+                               pb=SimpleNamespace() if bound else None)
 
     bindings = {"vm1": lb(5, ("c1", "vm3")), "vm2": lb(7, ("c1", "c2")), "vm3": lb(9),
-                "gone": lb(None, ("c9",))}
+                "gone": lb(None, ("c9",)), "skipped": lb(11, bound=False)}
     m = VifOfports(bindings)
     assert m.get("vm1") == 5 and m["vm3"] == 9          # own binding beats a parent's
     assert m.get("c1") == 5 and m.get("c2") == 7        # first parent wins
     assert m.get("gone") is None and m.get("c9") is None and "nope" not in m
+    # An interface whose Port_Binding was skipped (unknown type) has no port.
+    assert m.get("skipped") is None
     assert dict(m) == {"vm1": 5, "vm2": 7, "vm3": 9, "c1": 5, "c2": 7}

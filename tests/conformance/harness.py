@@ -2,13 +2,15 @@
 
 See /work/shared/ovn-at-vectors/HARNESS.md.  Provides:
 
-* ``load_vectors(name)`` -> list of vector dicts; ``vector_params(name)`` ->
-  pytest params with ids ``<file>-<index>``; ``xfail_params(name, known)``
-  marks the given indices ``xfail(strict=True)``.
-* The test-ovn environment (filled in as the language modules land):
-  ``make_symtab()``, ``ADDR_SETS``, ``PORT_GROUPS``, ``PORTS``,
-  ``lookup_port(name)``, ``is_chassis_resident(name)``, ``DP_ID``.
-"""
+* ``load_vectors(name)`` -> list of vector dicts; ``vector_params(name,
+  known_failures)`` -> pytest params with ids ``<file>-<index>``, the known
+  failures marked ``xfail(strict=True)``;
+* the test-ovn environment: ``make_symtab()`` / ``symtab()``, ``PORTS`` and
+  ``ACTION_PORTS`` (``lookup_port(name)``, ``is_chassis_resident(name)``),
+  ``DP_ID``, ``addr_sets()`` and ``port_groups()`` (from ``ADDR_SET_VALUES``
+  / ``PORT_GROUP_VALUES``), ``run_expr_steps(text, steps)``;
+* the reference data of /work/shared/reference-data: ``load_sb_snapshot``,
+  ``load_reference_flows``."""
 
 from __future__ import annotations
 

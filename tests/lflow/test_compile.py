@@ -351,13 +351,13 @@ def test_ref_index_and_forget() -> None:
     lr = one(c, lflow("ip4", "ct_lb_mark(backends=10.0.0.1:80);", dp=LR), LR)
     idx = RefIndex()
     for r in (a, b, lr):
-        idx.add(r)
-    assert idx.lflows_using("addr_sets", "as1") == {a.lflow_uuid}
-    assert idx.lflows_using("ports", "p2") == {b.lflow_uuid}
-    assert idx.lflows_using("mcgroups", f"{b.dp_key}__MC_flood") == {b.lflow_uuid}
-    assert idx.lflows_using("mcgroups", "_MC_flood") == frozenset()
+        idx.add(r.lflow_uuid, r.refs)
+    assert idx.users("addr_sets", ["as1"]) == {a.lflow_uuid}
+    assert idx.users("ports", ["p2"]) == {b.lflow_uuid}
+    assert idx.users("mcgroups", [f"{b.dp_key}__MC_flood"]) == {b.lflow_uuid}
+    assert idx.users("mcgroups", ["_MC_flood"]) == set()
     idx.remove(b.lflow_uuid)
-    assert idx.lflows_using("ports", "p2") == frozenset()
+    assert idx.users("ports", ["p2"]) == set()
     assert ctx.conj_ids.find(a.lflow_uuid, LS1.uuid)
     assert b.lflow_uuid in cache and len(ctx.group_table.desired) == 1
     for r in (a, b, lr):

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from controller.lflow import expr
 from controller.lflow.expr_matches import ExprMatch, match_matches
 from controller.lflow.symtab import ovn_symtab
+from tests.lflow.match_pipeline import compile_match
 
 SYMTAB = ovn_symtab()
 PORTS = {"p1": 1, "p2": 2, "p3": 3}
@@ -133,7 +134,7 @@ def _pipeline(text: str) -> tuple[expr.Expr, expr.Expr, list[ExprMatch]]:
 @SETTINGS
 def test_well_formed_matches_compile(case: tuple[str, list[int]]) -> None:
     text, _ = case
-    matches, n_conjs = expr.compile_match(
+    matches, n_conjs = compile_match(
         text, SYMTAB, addr_sets=ADDR_SETS, port_groups=PORT_GROUPS, dp_key=7,
         lookup_port=_lookup, is_chassis_resident=lambda p: True)
     assert n_conjs >= 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from controller.lflow import expr_matches
 from tests.conformance.harness import lookup_port, run_expr_steps
+from tests.lflow.match_pipeline import compile_match
 
 
 def test_address_set_members_are_remembered() -> None:
@@ -87,7 +88,7 @@ def test_rich_reference_flows() -> None:
                 return mc_groups.get((dp, name))
 
             prereqs = expr.clone(parsed.prereqs) if parsed.prereqs is not None else None
-            matches, n_conjs = expr.compile_match(
+            matches, n_conjs = compile_match(
                 lf["match"], symtab, addr_sets=addr_sets, port_groups=port_groups, dp_key=key,
                 lookup_port=lookup, prereqs=prereqs,
                 is_chassis_resident=lambda name: ports.get(name, ("", 0, None, ""))[2] in local_chassis)

@@ -4,6 +4,7 @@ tests/conformance so that directory holds exactly one case per vector)."""
 from __future__ import annotations
 
 from tests.conformance.harness import addr_sets, make_symtab
+from tests.lflow.match_pipeline import compile_match
 
 
 def test_parse_field_and_helpers() -> None:
@@ -55,11 +56,10 @@ def test_parse_field_and_helpers() -> None:
 
 
 def test_template_and_references() -> None:
-    from controller.lflow import expr
 
     refs: set[str] = set()
     as_ref: dict[str, int] = {}
-    matches, n = expr.compile_match(
+    matches, n = compile_match(
         "ip4.dst == ^vip && ip4.src == $set1", make_symtab(),
         addr_sets=addr_sets(), template_vars={"vip": "10.1.1.1"}, template_refs=refs,
         addr_sets_ref=as_ref, lookup_port=lambda p: None, is_chassis_resident=lambda p: False)

@@ -40,12 +40,13 @@ def frame_of(*protocols: object) -> bytes:
 
 
 def udp4_frame(payload: bytes, src: str, dst: str, sport: int, dport: int,
-               vlan_id: int | None = None, eth_dst: str = "ff:ff:ff:ff:ff:ff") -> bytes:
+               vlan_id: int | None = None, eth_dst: str = "ff:ff:ff:ff:ff:ff",
+               eth_src: str = CLIENT_MAC) -> bytes:
     layers: list[object] = []
     if vlan_id is None:
-        layers.append(ethernet.ethernet(dst=eth_dst, src=CLIENT_MAC, ethertype=0x0800))
+        layers.append(ethernet.ethernet(dst=eth_dst, src=eth_src, ethertype=0x0800))
     else:
-        layers.append(ethernet.ethernet(dst=eth_dst, src=CLIENT_MAC, ethertype=0x8100))
+        layers.append(ethernet.ethernet(dst=eth_dst, src=eth_src, ethertype=0x8100))
         layers.append(vlan.vlan(vid=vlan_id, ethertype=0x0800))
     layers += [ipv4.ipv4(src=src, dst=dst, proto=17, ttl=64),
                udp.udp(src_port=sport, dst_port=dport), payload]

@@ -273,3 +273,25 @@ def _as_pin(props: dict[int, bytes]) -> bytes:
         n = 4 + len(v)
         body += struct.pack("!HH", t, n) + v + b"\0" * ((-n) % 8)
     return struct.pack("!BBHIII", 6, 4, 16 + len(body), 0, 0x2320, 30) + body
+
+
+_MD_FIELDS = ["reg%d" % i for i in range(16)] + ["metadata", "pkt_mark", "ct_mark", "ct_state",
+                                                 "tun_id", "in_port"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_MD_FIELDS), st.integers(0, 2**64 - 1),
+                          st.one_of(st.none(), st.integers(0, 2**64 - 1))), max_size=8))
+def test_metadata_decoding_equals_match_normalisation(items: list) -> None:
+    from ofctrl.fields import FIELDS
+    norm = []
+    for name, value, mask in items:
+        f = FIELDS[name]
+        top = (1 << f.n_bits) - 1
+        value &= top if name != "in_port" else 0xFEFF
+        mask = None if mask is None or not f.maskable or name == "in_port" else mask & top
+        norm.append((name, value, mask))
+    expected = Match(norm)
+    pin = decode_packet_in2(encode_packet_in2(FRAME, metadata=expected.items))
+    assert Match(pin.metadata) == expected
+    assert dict((n, (v, k)) for n, v, k in pin.metadata) == expected.as_dict()

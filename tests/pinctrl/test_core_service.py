@@ -34,7 +34,8 @@ class Switch:
 
     def connect(self) -> socket.socket:
         ours, theirs = socket.socketpair()
-        self.sock = theirs
+        self.sock, self.rx, self.got = theirs, b"", []
+        self.connects = getattr(self, "connects", 0) + 1
         theirs.sendall(m.hello(1))
         return ours
 
@@ -165,4 +166,23 @@ def test_thread_answers_while_main_thread_is_busy() -> None:
         assert svc.main_run() and len(work) == 1
     finally:
         registry.unregister(212)
+        svc.close()
+
+
+def test_reconnect_redoes_setup() -> None:
+    svc, sw, _, _ = make_service(threaded=False)
+    try:
+        spin(svc, sw, 5)
+        assert sw.sock is not None
+        sw.sock.close()
+        deadline = time.monotonic() + 5
+        while sw.connects < 2 and time.monotonic() < deadline:
+            svc.run()
+            time.sleep(0.05)
+        got = spin(svc, sw, 5)
+        assert sw.connects == 2
+        assert types(got)[:5] == [m.OFPT_HELLO, m.OFPT_FEATURES_REQUEST,
+                                  m.OFPT_GET_CONFIG_REQUEST, ("nx", m.NXT_SET_PACKET_IN_FORMAT),
+                                  m.OFPT_SET_CONFIG]
+    finally:
         svc.close()

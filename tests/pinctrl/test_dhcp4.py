@@ -44,19 +44,22 @@ def options_of(action: str) -> tuple[bytes, bytes]:
 
 def bootp(msg_type: int | None, *, xid: int = 0x3903F326, flags: int = 0,
           ciaddr: str = "0.0.0.0", siaddr: str = "0.0.0.0", op: int = 1,
-          extra: list[tuple[int, bytes]] = ()) -> bytes:  # type: ignore[assignment]
+          extra: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
+          chaddr: str = CLIENT_MAC) -> bytes:
     first = (12, b"vm1") if msg_type is None else (53, bytes((msg_type,)))
     opts = [dhcp.option(tag=first[0], value=first[1])]
     opts += [dhcp.option(tag=t, value=v) for t, v in extra]
-    return dhcp.dhcp(op=op, chaddr=CLIENT_MAC, xid=xid, flags=flags, ciaddr=ciaddr,
+    return dhcp.dhcp(op=op, chaddr=chaddr, xid=xid, flags=flags, ciaddr=ciaddr,
                      siaddr=siaddr, options=dhcp.options(option_list=opts)).serialize(None, None)
 
 
 def request_frame(msg_type: int | None, **kw: object) -> bytes:
     vlan_id = kw.pop("vlan_id", None)
-    payload = bootp(msg_type, **kw)  # type: ignore[arg-type]
+    mac = str(kw.pop("mac", CLIENT_MAC))
+    payload = bootp(msg_type, chaddr=mac, **kw)  # type: ignore[arg-type]
     src = str(kw.get("ciaddr", "0.0.0.0"))
-    return udp4_frame(payload, src, "255.255.255.255", 68, 67, vlan_id=vlan_id)  # type: ignore[arg-type]
+    return udp4_frame(payload, src, "255.255.255.255", 68, 67,
+                      vlan_id=vlan_id, eth_src=mac)  # type: ignore[arg-type]
 
 
 def expected_reply(req: bytes, l3: int, msg_type: int, opts: bytes, yiaddr: bytes,
@@ -242,9 +245,9 @@ def test_ip_options_are_copied_and_not_checksummed() -> None:
 ])
 def test_bad_requests_get_no_answer(frame: bytes, why: str) -> None:
     if len(frame) > 34:
-        frame = bytearray(frame)  # keep IP/UDP lengths consistent with truncation
-        frame[16:18] = struct.pack("!H", len(frame) - 14)
-        frame = bytes(frame)
+        fixed = bytearray(frame)  # keep the IP length consistent with the truncation
+        fixed[16:18] = struct.pack("!H", len(frame) - 14)
+        frame = bytes(fixed)
     ans = put_dhcp_opts(frame, OFFER, OPTS_BY_HAND)
     assert ans.frame is None
     assert ans.logs == (("warn", why),)

@@ -226,3 +226,27 @@ def test_fuzz_mangled_queries_never_raise(tail: bytes, qtype: int, cut: int, v6:
 @given(st.text(max_size=40))
 def test_fuzz_record_values_never_raise(text: str) -> None:
     parse_ip_addresses(text.encode())
+
+
+def test_cache_from_sb_rows_reaches_the_published_snapshot() -> None:
+    from types import SimpleNamespace
+
+    from controller.pinctrl.sb_writes import SnapshotPublisher
+    from controller.tracking import ChangeTracker
+
+    dp = SimpleNamespace(tunnel_key=DP)
+    rows = [SimpleNamespace(external_ids={"dns_id": "x"}, records={"a.org": "1.2.3.4"},
+                            datapaths=[dp]),
+            SimpleNamespace(external_ids={}, records={"b.org": "1.2.3.5"}, datapaths=[dp])]
+    published: list = []
+    pub = SnapshotPublisher(published.append)
+    tracker = ChangeTracker(["Port_Binding", "DNS"])
+    assert pub.run("hv1", {}, lambda _u: [], tracker, lambda: rows)
+    assert published[-1].dns.lookup(DP, b"a.org") == b"1.2.3.4"
+    assert published[-1].dns.lookup(DP, b"b.org") is None
+    # Unchanged DNS table: nothing new to publish.
+    assert not pub.run("hv1", {}, lambda _u: [], tracker, lambda: rows)
+    tracker.record("DNS", "update", SimpleNamespace(uuid=1), {})
+    rows[0].records = {"a.org": "4.3.2.1"}
+    assert pub.run("hv1", {}, lambda _u: [], tracker, lambda: rows)
+    assert published[-1].dns.lookup(DP, b"a.org") == b"4.3.2.1"

@@ -352,6 +352,30 @@ def test_icmp6_error_truncates_to_1218_and_reads_first_next_header() -> None:
     assert F.icmp6_error(f, True)[54:56] == h("0101")   # C looks at ip6_nxt only
 
 
+def test_icmp6_error_copies_vlan_tag() -> None:
+    f = eth(MAC_B, MAC_A, 0x86DD, tci=0x1FFF) + udp6_frame()[14:]
+    out = F.icmp_error(f, False)
+    assert out[12:16] == h("8100 0fff")              # CFI cleared, VID 4095 kept
+    untagged = out[:12] + out[16:]
+    assert untagged == icmp6_expect(udp6_frame(), 1, "2001:db8::1", "2001:db8::2")
+
+
+def test_ipv4_options_are_quoted_and_skipped() -> None:
+    opts = bytes((1, 1, 1, 0))                        # NOP NOP NOP EOL
+    seg = struct.pack("!HHIIHHHH", 40000, 80, 9, 0, 0x5002, 1, 0, 0)
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x46, 0, 44, 0, 0, 64, 6, 0,
+                      ipaddress.IPv4Address("10.0.0.1").packed,
+                      ipaddress.IPv4Address("10.0.0.2").packed) + opts
+    hdr = hdr[:10] + struct.pack("!H", ones_csum(hdr)) + hdr[12:]
+    f = eth(MAC_B, MAC_A, 0x0800) + hdr + seg
+    p = F.parse(f)
+    assert (p.l4, p.tp_src, p.tp_dst) == (38, 40000, 80)
+    rst = F.tcp_reset(f)
+    assert rst[14] == 0x45 and rst[42:46] == struct.pack("!I", 10) and len(rst) == 54
+    err = F.icmp_error(f, False)
+    assert err[42:] == f[14:] and err[14] == 0x45
+
+
 # ---------------------------------------------------------------- TCP reset
 
 

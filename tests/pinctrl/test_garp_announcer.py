@@ -8,7 +8,12 @@ import subprocess
 import pytest
 
 from controller.pinctrl.garp import (GarpAnnouncer, GarpEntry, GarpInputs, LocalMacBinding,
-                                     PeerPort, garp_frame, packet_out_inject, rarp_frame)
+                                     PeerPort, garp_frame, rarp_frame)
+from controller.pinctrl.openflow import po_inject
+
+
+def packet_out_inject(frame: bytes, dp_key: int, port_key: int) -> bytes:
+    return po_inject(frame, dp_key, port_key, 8)
 
 MAC = "0a:00:00:00:00:01"
 HAVE_OFCTL = shutil.which("ovs-ofctl") is not None

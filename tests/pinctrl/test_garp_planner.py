@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.indexes import SbIndexes
 from controller.local_data import LocalDatapath, add_local_datapath
@@ -191,3 +193,36 @@ def test_plan_is_comparable_for_change_detection() -> None:
     assert a == b and hash(a) == hash(b)
     t.rows["vm1"].mac = ["00:00:00:00:00:11 172.16.0.99"]
     assert garp_inputs(t.ch, t.idx, t.local, set(), t.ifaces) != a
+
+
+# ------------------------------------------------------------------ bad input
+_ADDR_ALPHABET = "0123456789abcdefxX:./ -+\"()_\\is_chassis_resident\t"
+
+
+_TOKENS = ["0a:00:00:00:00:01", "0x1:2:3:4:5:6", "-1:2:3:4:5:6", "10.0.0.1", "10.0.0.1/24",
+           "10.0.0.1/33", "10.0.0.1/255.255.0.0", "1.2.3.4/-1", "300.1.2.3", "fd00::1",
+           "fd00::1/64", "fd00::1/ffff::", "::ffff:1.2.3.4", ":::", "is_chassis_resident",
+           '("cr-p")', "(", ")", '"', '"\\x"', "unknown", "/", " ", "\t"]
+_ADDRESS_TEXT = (st.text(alphabet=_ADDR_ALPHABET, max_size=80) | st.text(max_size=40)
+                 | st.lists(st.sampled_from(_TOKENS), max_size=8).map(" ".join)
+                 | st.lists(st.sampled_from(_TOKENS), max_size=8).map("".join))
+
+
+@settings(max_examples=600, deadline=None)
+@given(_ADDRESS_TEXT)
+def test_address_parsing_never_raises(text: str) -> None:
+    r = extract_addresses_with_port(text)
+    if r is not None:
+        a, _port = r
+        assert len(a.mac) == 17 and all(ip.count(".") == 3 for ip in a.ipv4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_ADDRESS_TEXT, max_size=4), st.lists(_ADDRESS_TEXT, max_size=3))
+def test_plan_with_garbage_addresses_never_raises(nat: list[str], macs: list[str]) -> None:
+    t = Topo()
+    t.rows["pub-gw"].nat_addresses = nat
+    t.rows["pub-lr0"].nat_addresses = ["00:00:00:00:01:00 " + n for n in nat]
+    t.rows["vm1"].mac = macs
+    got = t.plan()
+    assert all(e.mac.count(":") == 5 for e in got.values())

@@ -21,68 +21,40 @@ from uuid import UUID
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions import ofb
+from controller.lflow.symtab import WR_CT_COMMIT, WR_DEFAULT  # noqa: F401  (re-exported)
 from controller.lflow.actions.dhcp_opts import (
     CONTROLLER_EVENT_OPTIONS, DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS,
     GenOption)
 from ofctrl.groups import ExtendTable, GroupTable
 from ofctrl.meters import MeterTable
+from physical import constants as C
+from physical.constants import (  # noqa: F401  (re-exported: the action modules use them)
+    MLF_CHECK_PORT_SEC_BIT, MLF_LOOKUP_COMMIT_ECMP_NH_BIT, MLF_LOOKUP_FDB_BIT,
+    MLF_LOOKUP_LB_HAIRPIN_BIT, MLF_LOOKUP_MAC_BIT, MLF_USE_LB_AFF_SESSION_BIT,
+    OP_ACTIVATION_STRATEGY_RARP, OP_ARP, OP_BFD_MSG, OP_BIND_VPORT, OP_DHCP6_SERVER, OP_DNS_LOOKUP, OP_EVENT,
+    OP_HANDLE_SVC_CHECK, OP_ICMP, OP_ICMP4_ERROR, OP_ICMP6_ERROR, OP_IGMP, OP_LOG, OP_ND_NA,
+    OP_ND_NA_ROUTER, OP_ND_NS, OP_PUT_ARP, OP_PUT_DHCP_OPTS, OP_PUT_DHCPV6_OPTS, OP_PUT_FDB,
+    OP_PUT_ICMP4_FRAG_MTU, OP_PUT_ICMP6_FRAG_MTU, OP_PUT_ND, OP_PUT_ND_RA_OPTS, OP_REJECT,
+    OP_SCTP_ABORT, OP_TCP_RESET)
 
 # ---------------------------------------------------------------------------
-# Fixed numbers (controller/lflow.h, include/ovn/logical-fields.h).
+# Fixed numbers: tables, logical registers, flag bits and controller opcodes
+# live in physical/constants.py (one home for OVN facts); the names the
+# action modules use are imported from there.
 
-OFTABLE_ECMP_NH_MAC = 76
-OFTABLE_ECMP_NH = 77
-OFTABLE_CHK_LB_AFFINITY = 78
+OFTABLE_ECMP_NH_MAC = C.T_ECMP_NH_MAC
+OFTABLE_ECMP_NH = C.T_ECMP_NH
+OFTABLE_CHK_LB_AFFINITY = C.T_CHK_LB_AFFINITY
 
-MFF_LOG_FLAGS = "reg10"
-MFF_LOG_DNAT_ZONE = "reg11"
-MFF_LOG_SNAT_ZONE = "reg12"
-MFF_LOG_CT_ZONE = "reg13"
-MFF_LOG_INPORT = "reg14"
-MFF_LOG_OUTPORT = "reg15"
-
-MLF_LOOKUP_MAC_BIT = 6
-MLF_LOOKUP_LB_HAIRPIN_BIT = 7
-MLF_LOOKUP_FDB_BIT = 8
-MLF_CHECK_PORT_SEC_BIT = 12
-MLF_LOOKUP_COMMIT_ECMP_NH_BIT = 13
-MLF_USE_LB_AFF_SESSION_BIT = 14
-
-# Write scopes (expr_write_scope).
-WR_DEFAULT = 1
-WR_CT_COMMIT = 2
+MFF_LOG_FLAGS = C.LOG_FLAGS
+MFF_LOG_DNAT_ZONE = C.LOG_DNAT_ZONE
+MFF_LOG_SNAT_ZONE = C.LOG_SNAT_ZONE
+MFF_LOG_CT_ZONE = C.LOG_CT_ZONE
+MFF_LOG_INPORT = C.LOG_INPORT
+MFF_LOG_OUTPORT = C.LOG_OUTPORT
 
 P_INGRESS = 0
 P_EGRESS = 1
-
-# Controller opcodes (include/ovn/actions.h, enum action_opcode).
-OP_ARP = 0
-OP_PUT_ARP = 1
-OP_PUT_DHCP_OPTS = 2
-OP_ND_NA = 3
-OP_PUT_ND = 4
-OP_PUT_DHCPV6_OPTS = 5
-OP_DNS_LOOKUP = 6
-OP_LOG = 7
-OP_PUT_ND_RA_OPTS = 8
-OP_ND_NS = 9
-OP_ICMP = 10
-OP_TCP_RESET = 11
-OP_ND_NA_ROUTER = 12
-OP_PUT_ICMP4_FRAG_MTU = 13
-OP_ICMP4_ERROR = 14
-OP_EVENT = 15
-OP_IGMP = 16
-OP_BIND_VPORT = 17
-OP_HANDLE_SVC_CHECK = 18
-OP_DHCP6_SERVER = 19
-OP_ICMP6_ERROR = 20
-OP_PUT_ICMP6_FRAG_MTU = 21
-OP_REJECT = 22
-OP_BFD_MSG = 23
-OP_SCTP_ABORT = 24
-OP_PUT_FDB = 25
-OP_ACTIVATION_STRATEGY_RARP = 26
 
 NX_CTLR_NO_METER = 0
 
@@ -102,7 +74,7 @@ class ParseParams:
     nd_ra_opts: dict[str, GenOption] = field(default_factory=lambda: ND_RA_OPTIONS)
     controller_event_opts: Sequence[dict[str, GenOption]] = CONTROLLER_EVENT_OPTIONS
     pipeline: int = P_INGRESS
-    n_tables: int = 29
+    n_tables: int = C.LOG_PIPELINE_LEN
     cur_ltable: int = 0
 
 
@@ -127,18 +99,18 @@ class EncodeParams:
     tunnel_ofport: Callable[[str], int | None] = _no_port
     is_switch: bool = True
     pipeline: int = P_INGRESS
-    ingress_ptable: int = 8
-    egress_ptable: int = 42
-    output_ptable: int = 37
-    mac_bind_ptable: int = 66
-    mac_lookup_ptable: int = 67
-    lb_hairpin_ptable: int = 68
-    lb_hairpin_reply_ptable: int = 69
-    ct_snat_vip_ptable: int = 70
-    fdb_ptable: int = 71
-    fdb_lookup_ptable: int = 72
-    in_port_sec_ptable: int = 73
-    out_port_sec_ptable: int = 75
+    ingress_ptable: int = C.T_LOG_INGRESS
+    egress_ptable: int = C.T_LOG_EGRESS
+    output_ptable: int = C.T_OUTPUT_INIT
+    mac_bind_ptable: int = C.T_MAC_BINDING
+    mac_lookup_ptable: int = C.T_MAC_LOOKUP
+    lb_hairpin_ptable: int = C.T_CHK_LB_HAIRPIN
+    lb_hairpin_reply_ptable: int = C.T_CHK_LB_HAIRPIN_REPLY
+    ct_snat_vip_ptable: int = C.T_CT_SNAT_HAIRPIN
+    fdb_ptable: int = C.T_GET_FDB
+    fdb_lookup_ptable: int = C.T_LOOKUP_FDB
+    in_port_sec_ptable: int = C.T_CHK_IN_PORT_SEC
+    out_port_sec_ptable: int = C.T_CHK_OUT_PORT_SEC
     common_nat_ct_zone: str = MFF_LOG_DNAT_ZONE
     lflow_uuid: UUID = UUID(int=0)
     dp_key: int = 0
@@ -276,11 +248,6 @@ def encode_ovnacts(actions: Sequence[OvnAction], ep: EncodeParams) -> list[Any]:
     for a in actions:
         a.encode(ep, out)
     return out
-
-
-def encode_into(actions: Sequence[OvnAction], ep: EncodeParams, out: list[Any]) -> None:
-    for a in actions:
-        a.encode(ep, out)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,193 @@
+"""The pinctrl facade the daemon drives: service thread + main-loop side.
+
+Design note
+-----------
+One :class:`Pinctrl` per agent, created once br-int is known.  Per main-loop
+iteration :meth:`Pinctrl.run` (called before the SB transaction commits and
+the tracked changes are cleared) points the service at br-int's management
+socket, acknowledges the service's wake-ups, follows the tracked
+MAC_Binding/FDB changes, republishes the local view when Port_Bindings of
+local datapaths changed, applies the pending SB work in this iteration's
+transaction (``sb_writes``), releases buffered packets the new MAC_Bindings
+resolve, and re-plans GARP/RARP announcements when an input may have
+changed (``garp``; the announcer is one of the service's periodic senders).
+:meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
+delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
+thread.  Nothing here may take the agent down: a failing pass is logged
+(rate-limited) and the next iteration starts afresh.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any, Callable, Mapping
+
+from controller.coverage import COVERAGE, Coverage
+from controller.pinctrl.buffered import BufferedPackets
+from controller.pinctrl.garp import GarpAnnouncer, garp_inputs
+from controller.pinctrl.sb_writes import (
+    PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
+from controller.pinctrl.service import PinctrlService
+from controller.vlog import RateLimiter, get_logger
+
+__all__ = ["Pinctrl"]
+
+log = get_logger("pinctrl")
+_rl_failed = RateLimiter(per_minute=6, burst=1)
+
+
+class Pinctrl:
+    """What the daemon drives: the service thread plus the main-loop side.
+
+    ``run()`` once per iteration (before the SB transaction commits and the
+    tracked changes are cleared), ``wait()`` before blocking, ``close()`` on
+    exit.  ``threaded=False`` runs the service from the main poller (tests).
+    """
+
+    def __init__(self, coverage: Coverage = COVERAGE, threaded: bool = True,
+                 service: Any = None) -> None:
+        self.work = PendingWork(coverage)
+        self.buffered = BufferedPackets(coverage)
+        self.service = service or PinctrlService(self.work, self.buffered, coverage)
+        self.writer = SbWriter()
+        self.snapshots = SnapshotPublisher(self.service.publish)
+        self.garp = GarpAnnouncer(notify=self.service.wake)
+        self.service.add_periodic(self.garp)
+        self._garp_key: Any = None
+        self.threaded = threaded
+        self._had_txn = False
+        self._symtab: Any = None
+
+    def run(self, target: str, sb: Any, idx: Any, chassis: Any,
+            local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any = None,
+            ovs_changed: bool = True, active_tunnels: frozenset[str] = frozenset()) -> None:
+        try:
+            self._run(target, sb, idx, chassis, local_datapaths, br_int, ovs_changed,
+                      active_tunnels)
+        except Exception:           # pinctrl must never take the agent down
+            log.err_rl(_rl_failed, "pinctrl main-loop pass failed", exc_info=True)
+
+    def _run(self, target: str, sb: Any, idx: Any, chassis: Any,
+             local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any, ovs_changed: bool,
+             active_tunnels: frozenset[str]) -> None:
+        svc = self.service
+        svc.set_target(target)
+        if self.threaded:
+            svc.start()
+        else:
+            svc.run()
+        svc.main_run()
+        if sb is None:
+            self._had_txn = False
+            return
+        tracker = sb.tracker
+        tables = {n: sb.table(n) for n in ("MAC_Binding", "FDB", "Controller_Event")
+                  if sb.has_table(n)}
+        self.writer.track(tables, tracker)
+        if chassis is not None:
+            dns = (lambda: sb.table("DNS").values()) if sb.has_table("DNS") else None
+            self.snapshots.run(chassis.name, local_datapaths, idx.pbs_on_datapath, tracker, dns)
+        txn = sb.txn
+        self._had_txn = txn is not None and chassis is not None
+        batch = self.work.take(self._had_txn)
+        if batch:
+            mb_cols = sb.idl.tables["MAC_Binding"].columns if sb.has_table("MAC_Binding") else {}
+            try:
+                self.writer.apply(batch, txn, sb.idl.tables, idx, chassis,
+                                  "timestamp" in mb_cols, self.work.done_activation,
+                                  tables.get("Controller_Event", {}).values())
+            except Exception:       # a bug here must not take the agent down
+                log.exception("pinctrl SB writes failed; batch dropped")
+        if len(self.buffered):
+            tc = tracker.tables.get("MAC_Binding")
+            rows = [tr.row for tr in tc.new_or_updated()] if tc else []
+            svc.send(self.buffered.release(rows, idx.pb_by_name.get))
+        self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
+
+    def _run_garp(self, sb: Any, idx: Any, chassis: Any,
+                  local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any, ovs_changed: bool,
+                  active_tunnels: frozenset[str]) -> None:
+        """GARP/RARP announcements (send_garp_rarp_prepare): re-planned when an
+        input may have changed; the announcer (run by the service) sends them."""
+        key = (chassis.uuid if chassis is not None else None, frozenset(local_datapaths),
+               active_tunnels)
+        if key == self._garp_key and not ovs_changed and not sb.tracker.any_changes() \
+                and not sb.tracker.reset:
+            return
+        self._garp_key = key
+        vifs = []
+        if br_int is not None:
+            for port in br_int.ports:
+                if port.name == br_int.name:
+                    continue
+                for iface in port.interfaces:
+                    try:
+                        iface_id = iface.external_ids.get("iface-id")
+                        ofport = _opt_first(iface.ofport)
+                    except AttributeError:      # inserted by this iteration's txn
+                        continue
+                    if iface_id and isinstance(ofport, int) and ofport > 0:
+                        vifs.append(iface_id)
+        try:
+            inputs = garp_inputs(chassis, idx, local_datapaths, set(active_tunnels), vifs)
+        except Exception:
+            log.exception("GARP planning failed")
+            return
+        txn = sb.txn if chassis is not None else None
+        local = self.garp.update(inputs, _now_ms(), txn is not None)
+        if local and txn is not None:
+            try:
+                self.writer.apply_local(local, txn, sb.idl.tables, idx,
+                                        "timestamp" in sb.idl.tables["MAC_Binding"].columns)
+            except Exception:
+                log.exception("GARP local MAC_Binding writes failed")
+
+    def wait(self, poller: Any) -> None:
+        self.service.main_wait(poller)
+        if self._had_txn:
+            at = self.work.next_commit_ms()
+            if at is not None:
+                poller.timer_wait_until(at)
+            if self.work.has_immediate():       # more than one txn's worth queued
+                poller.immediate_wake()
+        if not self.threaded:
+            self.service.wait(poller)
+
+    def inject(self, microflow: str, br_int: Any, sb_table: Callable[[str], Any]) -> str | None:
+        """``inject-pkt``: None when sent, else the error text C replies."""
+        from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+        from controller.lflow.symtab import ovn_symtab
+        from controller.pinctrl.inject import inject_message
+        conn = self.service.conn
+        if conn is None or not conn.is_connected():
+            return "OpenFlow channel not ready."
+        if self._symtab is None:
+            self._symtab = ovn_symtab()
+
+        def lookup_port(name: str) -> int | None:
+            for port in br_int.ports:
+                for iface in port.interfaces:
+                    if iface.external_ids.get("iface-id") != name:
+                        continue
+                    ofport = _opt_first(iface.ofport)
+                    if isinstance(ofport, int) and 1 <= ofport <= 0xFF00:
+                        return ofport
+            return None
+
+        addr_sets = {a.name: const_set_from_integers(list(a.addresses))
+                     for a in sb_table("Address_Set").values()}
+        port_groups = {pg.name: const_set_from_strings(list(pg.ports))
+                       for pg in sb_table("Port_Group").values()}
+        msg, error = inject_message(microflow, self._symtab, lookup_port, addr_sets, port_groups)
+        if msg is None:
+            return error
+        self.service.send([msg])
+        return None
+
+    @property
+    def activated_ports(self) -> frozenset[tuple[int, int]]:
+        """(dp key, port key) of ports a RARP activated on this chassis."""
+        return frozenset(self.work.activated)
+
+    def close(self) -> None:
+        self.service.close()
