@@ -469,7 +469,8 @@ CASES: list[Case] = [
         "icmp6.type == 128 && icmp6.code == 0", "vif1",
         lambda b: b.ip_src == h.LR_LS1_IP6 and b.icmp_type == 129),
         module="controller.pinctrl.inject", module_user="controller.unixctl"),
-    Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp"),
+    Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp",
+         module_user="controller.pinctrl.agent"),
 ]
 
 
