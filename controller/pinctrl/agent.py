@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl.buffered import BufferedPackets
-from controller.pinctrl.garp import GarpAnnouncer, garp_inputs
+from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
 from controller.pinctrl.service import PinctrlService
@@ -34,6 +34,9 @@ __all__ = ["Pinctrl"]
 
 log = get_logger("pinctrl")
 _rl_failed = RateLimiter(per_minute=6, burst=1)
+# SB tables GARP planning reads (ports, residency of gateway ports, datapath options).
+_GARP_TABLES = ("Port_Binding", "Chassis", "HA_Chassis_Group", "HA_Chassis",
+                "Gateway_Chassis", "Datapath_Binding")
 
 
 class Pinctrl:
@@ -109,14 +112,18 @@ class Pinctrl:
                   active_tunnels: frozenset[str]) -> None:
         """GARP/RARP announcements (send_garp_rarp_prepare): re-planned when an
         input may have changed; the announcer (run by the service) sends them."""
+        t = sb.tracker
         key = (chassis.uuid if chassis is not None else None, frozenset(local_datapaths),
                active_tunnels)
-        if key == self._garp_key and not ovs_changed and not sb.tracker.any_changes() \
-                and not sb.tracker.reset:
+        if key == self._garp_key and not ovs_changed and not t.reset \
+                and not any(t.has_changes(n) for n in _GARP_TABLES):
             return
         self._garp_key = key
+        # Everything announced hangs off a local datapath with a localnet port.
+        with_localnet = any(getattr(ld, "localnet_port", None) is not None
+                            for ld in local_datapaths.values())
         vifs = []
-        if br_int is not None:
+        if br_int is not None and with_localnet:
             for port in br_int.ports:
                 if port.name == br_int.name:
                     continue
@@ -129,7 +136,8 @@ class Pinctrl:
                     if iface_id and isinstance(ofport, int) and ofport > 0:
                         vifs.append(iface_id)
         try:
-            inputs = garp_inputs(chassis, idx, local_datapaths, set(active_tunnels), vifs)
+            inputs = garp_inputs(chassis, idx, local_datapaths, set(active_tunnels), vifs) \
+                if with_localnet else GarpInputs()
         except Exception:
             log.exception("GARP planning failed")
             return
