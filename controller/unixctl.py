@@ -20,6 +20,7 @@ import ovs.unixctl
 import ovs.unixctl.server
 
 from controller import version, vlog
+from controller.coverage import COVERAGE
 from controller.version import OVN_VERSION
 
 
@@ -201,6 +202,7 @@ _library_process_command = ovs.unixctl.server.UnixctlConnection._process_command
 
 def _process_command(conn: Any, request: Any) -> None:
     """The library's dispatch, with C's reply to an unknown command."""
+    COVERAGE.inc("unixctl_received"); COVERAGE.inc("unixctl_replied")  # noqa: E702  every request gets one reply
     if request.method not in ovs.unixctl.commands:
         conn._request_id = request.id
         conn.reply_error(f'"{request.method}" is not a valid command (use "list-commands" '
@@ -278,4 +280,5 @@ def create_server(agent: Agent, path: str | None) -> ovs.unixctl.server.UnixctlS
     if error:
         raise OSError(error, f"could not initialize control socket {sock}")
     os.chmod(sock, 0o750)         # as the C daemons' control sockets
+    COVERAGE.inc("pstream_open")
     return server
