@@ -202,13 +202,14 @@ _library_process_command = ovs.unixctl.server.UnixctlConnection._process_command
 
 def _process_command(conn: Any, request: Any) -> None:
     """The library's dispatch, with C's reply to an unknown command."""
-    COVERAGE.inc("unixctl_received"); COVERAGE.inc("unixctl_replied")  # noqa: E702  every request gets one reply
     if request.method not in ovs.unixctl.commands:
         conn._request_id = request.id
         conn.reply_error(f'"{request.method}" is not a valid command (use "list-commands" '
                          "to see a list of valid commands)")
-        return
-    _library_process_command(conn, request)
+    else:
+        _library_process_command(conn, request)
+    # Counted after the reply, so a command does not see itself (as in C).
+    COVERAGE.inc("unixctl_received"); COVERAGE.inc("unixctl_replied")  # noqa: E702
 
 
 ovs.unixctl.server.UnixctlConnection._process_command = _process_command
