@@ -141,6 +141,7 @@ AGENT_COUNTERS = (
     "lflow_cache_free_expr", "lflow_cache_free_matches", "lflow_cache_add",
     "lflow_cache_hit", "lflow_cache_miss", "lflow_cache_delete", "lflow_cache_full",
     "lflow_cache_mem_full", "lflow_cache_made_room", "lflow_cache_trim",
+    "lflow_conj_conflict", "lflow_conj_alloc", "lflow_conj_alloc_specified", "lflow_conj_free",
     "physical_run",
     "pinctrl_drop_put_mac_binding", "pinctrl_drop_buffered_packets_map",
     "pinctrl_drop_controller_event", "pinctrl_drop_put_vport_binding",

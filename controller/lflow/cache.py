@@ -246,7 +246,8 @@ class LflowCache:
 
     def flush(self) -> None:
         COVERAGE.inc("lflow_cache_flush")
-        for kind in self._kinds:
+        for i, kind in enumerate(self._kinds):
+            COVERAGE.inc(_FREE_COUNTER[i], len(kind))
             kind.clear()
         self._index.clear()
         self.n_entries = 0
