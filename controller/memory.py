@@ -165,6 +165,8 @@ def desired_flow_bytes(tables: Iterable[Any], stop: tuple[type, ...]) -> int:
     """The desired flows (flow, match, actions, encoded form) and their index."""
     total = 0
     for t in tables:
+        if not t.n_flows:
+            continue          # empty: 0, as C (whose empty tables own no entries)
         total += sys.getsizeof(t.by_key) + sys.getsizeof(t.tracked)
         total += sampled_size(_flatten(t.by_key.values()), t.n_flows, stop)
     return total
@@ -174,6 +176,8 @@ def sb_flow_ref_bytes(tables: Iterable[Any], stop: tuple[type, ...]) -> int:
     """Owner (SB row) -> flows references, address-set references included."""
     total = 0
     for t in tables:
+        if not t.by_owner:
+            continue
         total += sys.getsizeof(t.by_owner) + sys.getsizeof(t.as_index)
         total += sampled_size(t.by_owner.items(), len(t.by_owner),
                               measure=_shallow_pair)
@@ -186,6 +190,8 @@ def installed_flow_bytes(tables: Iterable[Any], stop: tuple[type, ...]) -> int:
     desired flows (immutable) and are counted there."""
     total = 0
     for t in tables:
+        if not t.n_flows:
+            continue
         total += sys.getsizeof(t.by_key)
         total += sampled_size(_flatten(t.by_key.values()), t.n_flows, stop)
     return total
@@ -218,6 +224,13 @@ def lflow_cache_usage(cache: Any) -> dict[str, int]:
     return usage
 
 
+def mapping_bytes(table: Mapping[Any, Any]) -> int:
+    """A dict of entries: its own size plus its keys and values (0 if empty)."""
+    if not table:
+        return 0
+    return sys.getsizeof(table) + sampled_size(table.items(), len(table))
+
+
 def idl_cells(loop: Any) -> int:
     """Rows times columns over the replica's tables (C's idl-cells-DB)."""
     if loop is None:
@@ -236,13 +249,8 @@ def agent_usage(agent: Any, desired_tables: Iterable[Any]) -> dict[str, int]:
     usage = {
         "idl-cells-OVN_Southbound": idl_cells(agent.sb),
         "idl-cells-Open_vSwitch": idl_cells(agent.ovs),
-        "if_status_mgr_ifaces_usage-KB": kb(
-            sys.getsizeof(agent.if_mgr.ifaces)
-            + sampled_size(agent.if_mgr.ifaces.items(), len(agent.if_mgr.ifaces))),
-        "local_datapath_usage-KB": kb(
-            sys.getsizeof(agent.st.rt.local_datapaths)
-            + sampled_size(agent.st.rt.local_datapaths.values(),
-                           len(agent.st.rt.local_datapaths))),
+        "if_status_mgr_ifaces_usage-KB": kb(mapping_bytes(agent.if_mgr.ifaces)),
+        "local_datapath_usage-KB": kb(mapping_bytes(agent.st.rt.local_datapaths)),
         "ofctrl_desired_flow_usage-KB": kb(desired_flow_bytes(desired, (InstalledFlow,))),
         "ofctrl_sb_flow_ref_usage-KB": kb(sb_flow_ref_bytes(desired, (DesiredFlow,))),
         "ofctrl_installed_flow_usage-KB": kb(
