@@ -44,6 +44,7 @@ as C does.  Packet-out: PO-I with metadata/reg14 of the peer, reg10 bit 4
 from __future__ import annotations
 
 import random
+import re
 import socket
 import struct
 import threading
@@ -52,7 +53,7 @@ from typing import Any, Callable, Iterable
 
 from controller.pinctrl.frames import csum
 from controller.pinctrl.garp import (
-    _ipv6_value, _parse_ipv4_cidr, _scan_ipv6_text, _scan_lit, _scan_uint)
+    _ipv6_value, _parse_ipv4_cidr, _scan_ipv6_text, _scan_lit, _scan_mac, _scan_uint)
 from controller.pinctrl.openflow import po_inject
 from controller.vlog import RateLimiter, get_logger
 
@@ -74,18 +75,16 @@ _ROUTER_LIFETIME = 0xFFFF
 _ALL_ONES = 0xFFFFFFFF
 _IP6 = struct.Struct("!IHBB")
 _U32 = struct.Struct("!I")
+_C_INT = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
 
 
 # ====================================================================== options
 def _get_int(options: Any, key: str, default: int) -> int:
-    """smap_get_int: base-10 integer (leading blanks allowed), else `default`."""
+    """smap_get_int: a whole base-10 int (leading blanks allowed), else `default`."""
     text = options.get(key)
-    if text is None:
+    if text is None or not _C_INT.fullmatch(text):
         return default
-    try:
-        value = int(text.lstrip(" \t\n\v\f\r"), 10)
-    except ValueError:
-        return default
+    value = int(text)
     return value if -2**31 <= value < 2**31 else default
 
 
@@ -143,15 +142,9 @@ def extract_ip_addresses(text: str) -> tuple[int, list[tuple[bytes, int]]] | Non
 
 
 def _mac(text: str) -> bytes | None:
-    """eth_addr_from_string: six hex octets separated by ':'."""
-    parts = text.strip().split(":")
-    if len(parts) != 6:
-        return None
-    try:
-        octets = bytes(int(p, 16) for p in parts)
-    except ValueError:
-        return None
-    return octets if all(0 < len(p) <= 2 for p in parts) else None
+    """eth_addr_from_string (an ovs_scan of six ':'-separated hex octets)."""
+    m = _scan_mac(text, 0)
+    return bytes(int(x, 16) for x in m[0].split(":")) if m is not None else None
 
 
 def _ipv6(text: str) -> bytes | None:

@@ -148,6 +148,10 @@ def test_intervals_and_defaults() -> None:
     assert c is not None and (c.min_interval, c.max_interval) == (6, 8)
     c = ra_config(_opts(ipv6_ra_max_interval="x", ipv6_ra_min_interval="5"))
     assert c is not None and (c.min_interval, c.max_interval) == (5, 600)
+    c = ra_config(_opts(ipv6_ra_max_interval="1_000", ipv6_ra_min_interval="5 "))
+    assert c is not None and (c.min_interval, c.max_interval) == (200, 600)   # C rejects both
+    c = ra_config(_opts(ipv6_ra_max_interval=" +30", ipv6_ra_min_interval="-"))
+    assert c is not None and (c.min_interval, c.max_interval) == (10, 30)
 
 
 # ------------------------------------------------------------------ planner
