@@ -62,7 +62,7 @@ class Pinctrl:
         self._garp_key: Any = None
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
-        self._ra_planned = False
+        self._ra_key: Any = ()          # () until the first plan
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -118,10 +118,11 @@ class Pinctrl:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
         datapaths changed; the sender (run by the service) sends them."""
         t = sb.tracker
-        if self._ra_planned and not t.reset and not t.has_changes("Port_Binding") \
+        key = chassis.uuid if chassis is not None else None
+        if key == self._ra_key and not t.reset and not t.has_changes("Port_Binding") \
                 and not t.has_changes("Datapath_Binding"):
             return
-        self._ra_planned = True
+        self._ra_key = key
         try:
             inputs = ra_inputs(sb.table("Port_Binding").values(), idx.pb_by_name.get) \
                 if chassis is not None and sb.has_table("Port_Binding") else RaInputs()

@@ -293,3 +293,31 @@ def test_send_times_stay_within_min_max() -> None:
     gaps = [b - a for a, b in zip(sends, sends[1:])]
     assert all(3000 <= g < 4000 for g in gaps)
     assert len(set(gaps)) > 1
+
+
+# ------------------------------------------------------------------ the facade
+def test_facade_plans_once_a_chassis_exists_and_on_port_binding_changes() -> None:
+    from controller.coverage import Coverage
+    from controller.pinctrl.agent import Pinctrl
+    from tests.pinctrl.test_core_agent import FakeService, fake_sb
+
+    pbs, by_name = _world()
+    tables: dict[str, dict] = {"MAC_Binding": {}, "FDB": {}, "Controller_Event": {},
+                               "Port_Binding": {i: pb for i, pb in enumerate(pbs)}}
+    index = SimpleNamespace(dp_by_key={}, pb_by_key={}, pb_by_name=by_name,
+                            pbs_on_datapath=lambda u: [])
+    svc = FakeService()
+    p = Pinctrl(Coverage(), threaded=False, service=svc)
+    assert p.ra in svc.periodic
+    p.run("unix:x", fake_sb(None, tables), index, None, {})
+    assert p.ra.ports() == []                          # no chassis yet: nothing to send
+    chassis = SimpleNamespace(uuid=1, name="hv1")
+    p.run("unix:x", fake_sb(None, tables), index, chassis, {})
+    assert p.ra.ports() == ["ro-sw"]                   # the chassis appearing replans
+    del tables["Port_Binding"][0]
+    p.run("unix:x", fake_sb(None, tables), index, chassis, {})
+    assert p.ra.ports() == ["ro-sw"]                   # no tracked change: no replan
+    sb = fake_sb(None, tables)
+    sb.tracker.reset = True
+    p.run("unix:x", sb, index, chassis, {})
+    assert p.ra.ports() == []
