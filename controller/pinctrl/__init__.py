@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 
 _HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
-                    "controller.pinctrl.handlers_l7")
+                    "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor")
 
 
 def _load_handlers() -> None:
