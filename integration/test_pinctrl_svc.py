@@ -44,8 +44,31 @@ _NB = [
     "--", "set", "Load_Balancer", "lb0",
     'ip_port_mappings:"10.0.0.3"="vm1:10.0.0.2"',
     'ip_port_mappings:"10.0.0.4"="vm2:10.0.0.2"',
+    # UDP: vm3 silent (online), vm4 answers ICMP port unreachable (offline)
+    "--", "lsp-add", "sw0", "vm3", "--", "lsp-set-addresses", "vm3",
+    "50:54:00:00:00:05 10.0.0.5",
+    "--", "lsp-add", "sw0", "vm4", "--", "lsp-set-addresses", "vm4",
+    "50:54:00:00:00:06 10.0.0.6",
+    "--", "lb-add", "lbu", "10.0.0.11:53", "10.0.0.5:53,10.0.0.6:53", "udp",
+    "--", "ls-lb-add", "sw0", "lbu",
+    "--", "--id=@hcu", "create", "Load_Balancer_Health_Check", 'vip="10.0.0.11:53"',
+    "options:interval=5", "options:timeout=3",
+    "--", "add", "Load_Balancer", "lbu", "health_check", "@hcu",
+    "--", "set", "Load_Balancer", "lbu",
+    'ip_port_mappings:"10.0.0.5"="vm3:10.0.0.2"',
+    'ip_port_mappings:"10.0.0.6"="vm4:10.0.0.2"',
+    # IPv6 TCP: vm5 silent (offline)
+    "--", "lsp-add", "sw0", "vm5", "--", "lsp-set-addresses", "vm5",
+    "50:54:00:00:00:07 fd00::3",
+    "--", "lb-add", "lb6", "[fd00::10]:80", "[fd00::3]:80", "tcp",
+    "--", "ls-lb-add", "sw0", "lb6",
+    "--", "--id=@hc6", "create", "Load_Balancer_Health_Check", 'vip="[fd00::10]:80"',
+    "options:interval=5", "options:timeout=3",
+    "--", "add", "Load_Balancer", "lb6", "health_check", "@hc6",
+    "--", "set", "Load_Balancer", "lb6", 'ip_port_mappings:"[fd00::3]"="vm5:[fd00::2]"',
 ]
-_VIFS = (("vif1", "vm1", 11), ("vif2", "vm2", 12))
+_VIFS = (("vif1", "vm1", 11), ("vif2", "vm2", 12), ("vif3", "vm3", 13), ("vif4", "vm4", 14),
+         ("vif5", "vm5", 15))
 
 
 def _syns(frames: list[bytes], ip: str) -> list[bytes]:
@@ -153,7 +176,55 @@ def test_probes_replies_and_status_match_c(agents: dict[str, Agent]) -> None:
                 answered[kind] = syn
                 a.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif1",
                              _syn_ack(syn).hex())
-            if kind not in seen and a.status() == want:
-                seen[kind] = a.status()
+            if kind not in seen and {k: a.status().get(k) for k in want} == want:
+                seen[kind] = want
+        time.sleep(0.2)
+    assert seen == {kind: want for kind in agents}, {k: a.status() for k, a in agents.items()}
+
+
+def _udps(frames: list[bytes]) -> list[bytes]:
+    return [f for f in frames if len(f) >= 50 and f[12:14] == b"\x08\x00" and f[23] == 17]
+
+
+def _ip6_syns(frames: list[bytes]) -> list[bytes]:
+    return [f for f in frames if len(f) >= 74 and f[12:14] == b"\x86\xdd" and f[20] == 6
+            and f[67] == 0x02]
+
+
+def _port_unreachable(probe: bytes) -> bytes:
+    quoted = probe[14:14 + 36]
+    icmp = struct.pack("!BBHI", 3, 3, 0, 0) + quoted
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 0, 0, 64, 1, 0,
+                     probe[30:34], probe[26:30])
+    return probe[6:12] + probe[0:6] + b"\x08\x00" + ip + icmp
+
+
+def test_udp_and_ipv6_monitors_match_c(agents: dict[str, Agent]) -> None:
+    probes: dict[str, tuple[bytes, bytes]] = {}
+    for kind, a in agents.items():
+        assert _until(lambda: _udps(a.tx("vif3")) and _udps(a.tx("vif4"))
+                      and _ip6_syns(a.tx("vif5")), 30), kind
+        probes[kind] = (_udps(a.tx("vif3"))[-1], _ip6_syns(a.tx("vif5"))[-1])
+    c_udp, c_v6 = probes["c"]
+    py_udp, py_v6 = probes["py"]
+    # UDP: all but the source port (and so the checksum, 0 over IPv4) equal.
+    assert c_udp[:34] == py_udp[:34] and c_udp[36:] == py_udp[36:]
+    assert c_udp[40:42] == b"\0\0" and len(py_udp) == 50
+    # IPv6 SYN: all but source port, seq and checksum.
+    assert c_v6[:54] == py_v6[:54] and c_v6[56:58] == py_v6[56:58]
+    assert c_v6[62:70] == py_v6[62:70] and c_v6[72:] == py_v6[72:]
+    want = {"10.0.0.5": "online", "10.0.0.6": "offline", "fd00::3": "offline"}
+    answered = {kind: 0 for kind in agents}
+    seen: dict[str, dict[str, str]] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(seen) < len(agents):
+        for kind, a in agents.items():
+            sent = _udps(a.tx("vif4"))
+            if len(sent) != answered[kind]:
+                answered[kind] = len(sent)
+                a.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif4",
+                             _port_unreachable(sent[-1]).hex())
+            if kind not in seen and {k: a.status().get(k) for k in want} == want:
+                seen[kind] = want
         time.sleep(0.2)
     assert seen == {kind: want for kind in agents}, {k: a.status() for k, a in agents.items()}
