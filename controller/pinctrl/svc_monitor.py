@@ -148,10 +148,11 @@ def _backend_mac(pb_macs: Iterable[str], ip: bytes, is_ip4: bool) -> bytes | Non
 
 
 def _int(options: Mapping[str, str], name: str, default: int) -> int:
+    """smap_get_int: the default when absent or not a decimal integer."""
     try:
         return int(options.get(name, default))
     except (TypeError, ValueError):
-        return 0 if name in options else default
+        return default
 
 
 def monitor_specs(rows: Iterable[Any], chassis: Any,
