@@ -8,7 +8,7 @@ any other import error is raised).  Layout: ``packet_in`` (decoding),
 ``service`` (the thread and its connection), ``sb_writes`` / ``buffered``
 (main-loop side), ``agent`` (what the daemon drives), ``handlers_*`` (the
 opcodes), ``frames`` / ``garp`` / ``dhcp*`` / ``dns`` (pure builders),
-``inject`` (``inject-pkt``).
+``inject`` (``inject-pkt``), ``svc_monitor`` (LB health checks, opcode 18).
 """
 
 from __future__ import annotations
