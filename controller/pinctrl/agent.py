@@ -31,6 +31,7 @@ from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
 from controller.pinctrl.service import PinctrlService
+from controller.pinctrl.svc_monitor import SvcMonitors, attach, monitor_specs
 from controller.vlog import RateLimiter, get_logger
 
 __all__ = ["Pinctrl"]
@@ -59,6 +60,10 @@ class Pinctrl:
         self.snapshots = SnapshotPublisher(self.service.publish)
         self.garp = GarpAnnouncer(notify=self.service.wake)
         self.service.add_periodic(self.garp)
+        self.svc_monitors = SvcMonitors(notify_service=self.service.wake,
+                                        notify_main=getattr(self.service, "_notify_main", None))
+        self.service.add_periodic(self.svc_monitors)
+        attach(self.svc_monitors)
         self._garp_key: Any = None
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
@@ -107,6 +112,12 @@ class Pinctrl:
                                   tables.get("Controller_Event", {}).values())
             except Exception:       # a bug here must not take the agent down
                 log.exception("pinctrl SB writes failed; batch dropped")
+        if sb.has_table("Service_Monitor"):     # sync_svc_monitors
+            svc_rows = sb.table("Service_Monitor")
+            self.svc_monitors.update(monitor_specs(svc_rows.values(), chassis,
+                                                   idx.pb_by_name.get))
+            if self._had_txn:
+                self.svc_monitors.write_status(svc_rows)
         if len(self.buffered):
             tc = tracker.tables.get("MAC_Binding")
             rows = [tr.row for tr in tc.new_or_updated()] if tc else []
