@@ -291,12 +291,14 @@ class Engine:
             n.stats = Stats()
 
     def dump_graph(self) -> str:
-        """DOT text of the graph (inputs -> node; dashed = recompute on change)."""
+        """DOT text of the graph (inputs -> node; dashed = any change of the
+        input recomputes the node, dotted = the change needs no processing)."""
         lines = ["digraph \"Incremental-Processing-Engine\" {", "    rankdir=LR;"]
         for n in self.nodes:
             lines.append(f"    {n.name} [label=\"{n.name}\"];")
             for inp, h in n.inputs:
-                style = "" if h is not None else " [style=dashed]"
+                style = " [style=dashed]" if h is None else \
+                    " [style=dotted]" if h is noop_handler else ""
                 lines.append(f"    {inp.name} -> {n.name}{style};")
         lines.append("}")
         return "\n".join(lines) + "\n"

@@ -83,6 +83,8 @@ GRAPH: dict[str, list[Edge]] = {
         ("SB_datapath_binding", "sb_datapath_binding"),
         ("runtime_data", "runtime_data"),
     ],
+    "addr_sets": [("SB_address_set", "sb_address_set")],
+    "port_groups": [("SB_port_group", "sb_port_group"), ("runtime_data", "runtime_data")],
     "lflow_output": [
         ("runtime_data", "runtime_data"), ("SB_multicast_group", "multicast_group"),
         # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
@@ -92,7 +94,7 @@ GRAPH: dict[str, list[Edge]] = {
         ("SB_logical_flow", "logical_flow"),
         # DP groups change only together with the logical flows using them.
         ("SB_logical_dp_group", NOOP),
-        ("SB_dns", None), ("SB_address_set", "address_set"), ("SB_port_group", "port_group"),
+        ("SB_dns", None), ("addr_sets", "addr_sets"), ("port_groups", "port_groups"),
         ("SB_sb_global", "sb_global"), ("SB_dhcp_options", None), ("SB_dhcpv6_options", None),
         ("SB_chassis_template_var", None), ("SB_meter", None),
         # MAC_Binding/Static_MAC_Binding/FDB/Load_Balancer flows are built by

@@ -5,7 +5,8 @@ Design note
 :func:`agent_nodes` gives the implementations (``controller.engine.EngineNode``:
 ``data``, ``run``, ``handlers``, ``clear_tracked``) of the agent's own nodes
 declared in ``controller/engine_graph.py``: the state leaves and
-``if_status_mgr``, ``runtime_data``, ``ct_zones``.  They read the
+``if_status_mgr``, ``runtime_data``, ``ct_zones``, and (from
+``controller.lflow_inputs``) ``addr_sets`` and ``port_groups``.  They read the
 per-iteration inputs from an :class:`AgentState` that the daemon refreshes
 before every engine run (rows read from the IDLs, transaction availability,
 ...); node data (runtime data, ct zones, the if-status manager) lives in the
@@ -26,6 +27,7 @@ from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, En
                                Handled, HandlerFn, Node)
 from controller.if_status import IfState, IfStatusMgr
 from controller.indexes import SbIndexes
+from controller.lflow_inputs import AddrSetsNode, PortGroupsNode, Tables
 from controller.local_data import TrackedType
 from controller.tracking import TableChanges
 
@@ -288,9 +290,10 @@ def sb_chassis_handler(node: Node, inp: Node) -> Handled:
     return UNHANDLED if tc.created or tc.deleted else HANDLED_UNCHANGED
 
 
-def agent_nodes(st: AgentState) -> dict[str, EngineNode]:
+def agent_nodes(st: AgentState, tables: Tables) -> dict[str, EngineNode]:
     """The agent's own nodes of the graph: state leaves and computed nodes
-    (the flow output nodes live in ``lflow_output``/``pflow_output``)."""
+    (the flow output nodes live in ``lflow_output``/``pflow_output``);
+    `tables` gives an SB table's rows by UUID."""
     return {
         "ofctrl_is_connected": StateLeaf(st.run_ofctrl_is_connected),
         "sb_ro": StateLeaf(st.run_sb_ro),
@@ -299,4 +302,6 @@ def agent_nodes(st: AgentState) -> dict[str, EngineNode]:
         "if_status_mgr": IfStatusMgrNode(st),
         "runtime_data": RuntimeDataNode(st),
         "ct_zones": CtZonesNode(st),
+        "addr_sets": AddrSetsNode(tables),
+        "port_groups": PortGroupsNode(st, tables),
     }

@@ -5,10 +5,11 @@ Design note
 :class:`LflowOutput` implements the ``lflow_output`` node
 (``controller.engine.EngineNode``) on top of
 ``controller.lflow.compile.LflowCompiler``.  Its data owns the desired
-logical-flow table (``flow_table``); every flow is owned by its lflow UUID.  :func:`compile_context` builds the compiler's inputs from the SB
-IDL and the runtime data (port keys, multicast groups, address sets, port
-groups filtered to related ports, chassis residency, tunnels, local
-datapaths), once per engine run.
+logical-flow table (``flow_table``); every flow is owned by its lflow UUID.
+:func:`compile_context` builds the compiler's inputs from the SB IDL, the
+runtime data (port keys, multicast groups, chassis residency, tunnels, local
+datapaths) and the data of the ``addr_sets`` and ``port_groups`` input nodes
+(``controller/lflow_inputs.py``), once per engine run.
 
 Incremental processing follows the C agent's object dependencies: every
 compiled lflow reports the resources it used (``LflowRefs``); a change of a
@@ -16,8 +17,9 @@ port binding, multicast group, address set or port group re-processes only
 the lflows that referenced it; changed Logical_Flow rows are removed and
 re-processed; a datapath that became local gets all its lflows.  Anything
 else (a chassis appearing or going away, DNS/DHCP tables, template
-variables, SB_Global options) recomputes the node.  Flows of the neighbour/FDB/LB-hairpin tables come from
-``physical/`` (pflow_output), so those tables are not inputs here.
+variables, SB_Global options) recomputes the node.  Flows of the
+neighbour/FDB/LB-hairpin tables come from ``physical/`` (pflow_output), so
+those tables are not inputs here.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import (CompileContext, CompiledLflow, LflowCompiler, LflowError,
                                      RefIndex, mcgroup_ref)
 from controller.lflow.conj_ids import ConjIds
-from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
 from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
@@ -198,7 +199,8 @@ def _dp_tunnel_key(dp: Any) -> int | None:
 
 
 def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
-                    base: CompileContext | None) -> CompileContext:
+                    base: CompileContext | None, addr_sets: Mapping[str, Any],
+                    port_groups: Mapping[str, Any]) -> CompileContext:
     rt = st.rt
     me = st.chassis
     idx = st.idx
@@ -272,11 +274,6 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
             tunnels = tunnel_ofports()
         return tunnels.get(ch.name)
 
-    addr_sets = {a.name: const_set_from_integers(list(a.addresses))
-                 for a in tables("Address_Set").values()}
-    related_names = set(rt.related_lports)
-    port_groups = {pg.name: const_set_from_strings(list(pg.ports), related_names)
-                   for pg in tables("Port_Group").values()}
     tvars: dict[str, str] = {}
     if me is not None:
         for tv in tables("Chassis_Template_Var").values():
@@ -340,18 +337,20 @@ class LflowOutput:
         return {"logical_flow": self._logical_flow, "runtime_data": self._runtime_data,
                 "chassis": sb_chassis_handler,
                 "port_binding": self._port_binding, "multicast_group": self._multicast_group,
-                "address_set": self._address_set, "port_group": self._port_group,
+                "addr_sets": self._addr_sets, "port_groups": self._port_groups,
                 "sb_global": self._sb_global}
 
     def clear_tracked(self) -> None:
         return None
 
     # -- helpers -------------------------------------------------------
-    def _compiler(self) -> LflowCompiler:
+    def _compiler(self, node: Node) -> LflowCompiler:
         rid = self.run_id()
         if self.compiler is None or self._ctx_run != rid:
             first = self._ctx is None
-            self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx)
+            self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx,
+                                        node.input_data("addr_sets").sets,
+                                        node.input_data("port_groups").sets)
             self._ctx.features = self.features
             if first:
                 if self.group_bridge is not None:
@@ -379,6 +378,7 @@ class LflowOutput:
 
     def _process(self, comp: LflowCompiler, row: Any) -> None:
         table = self.data.flow_table
+        COVERAGE.inc("consider_logical_flow")
         for res in comp.compile_lflow_local(self.views.lflow(row)):
             if isinstance(res, LflowError):
                 self.n_errors += 1
@@ -425,7 +425,7 @@ class LflowOutput:
         if self.st.chassis is None:
             return True
         COVERAGE.inc("lflow_run")
-        comp = self._compiler()
+        comp = self._compiler(node)
         for row in list(self.tables("Logical_Flow").values()):
             self._process(comp, row)
         return True
@@ -433,7 +433,7 @@ class LflowOutput:
     # -- handlers ------------------------------------------------------
     def _logical_flow(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
-        comp = self._compiler()
+        comp = self._compiler(node)
         changed = self._reprocess(comp, [tr.row.uuid for tr in tc.new_or_updated()],
                                   deleted=tc.deleted)
         return HANDLED_UPDATED if changed else HANDLED_UNCHANGED
@@ -442,7 +442,7 @@ class LflowOutput:
         rt = self.st.rt
         if not rt.tracked:
             return UNHANDLED
-        comp = self._compiler()
+        comp = self._compiler(node)
         uuids: set[uuidlib.UUID] = set()
         new_dps: set[uuidlib.UUID] = set()
         names: set[str] = set()
@@ -461,9 +461,7 @@ class LflowOutput:
                 if grp is not None and any(d.uuid in new_dps for d in grp.datapaths):
                     uuids.add(row.uuid)
         uuids |= self.refs.users("ports", names)
-        pgs = [pg.name for pg in self.tables("Port_Group").values()
-               if names.intersection(pg.ports)]
-        uuids |= self.refs.users("port_groups", pgs)
+        # Port groups listing these ports come through the port_groups input.
         if not uuids:
             return HANDLED_UNCHANGED
         self._reprocess(comp, uuids)
@@ -475,7 +473,7 @@ class LflowOutput:
         uuids = self.refs.users("ports", names)
         if not uuids:
             return HANDLED_UNCHANGED
-        self._reprocess(self._compiler(), uuids)
+        self._reprocess(self._compiler(node), uuids)
         return HANDLED_UPDATED
 
     def _multicast_group(self, node: Node, inp: Node) -> Handled:
@@ -503,23 +501,21 @@ class LflowOutput:
         uuids = self.refs.users("mcgroups", refs)
         if not uuids:
             return HANDLED_UNCHANGED
-        self._reprocess(self._compiler(), uuids)
+        self._reprocess(self._compiler(node), uuids)
         return HANDLED_UPDATED
 
-    def _named(self, kind: str, inp: Node) -> Handled:
-        tc: TableChanges = inp.data
-        names = {tr.row.name for tr in tc.all()}
-        uuids = self.refs.users(kind, names)
+    def _named(self, node: Node, kind: str, inp: Node) -> Handled:
+        uuids = self.refs.users(kind, inp.data.changed)
         if not uuids:
             return HANDLED_UNCHANGED
-        self._reprocess(self._compiler(), uuids)
+        self._reprocess(self._compiler(node), uuids)
         return HANDLED_UPDATED
 
-    def _address_set(self, node: Node, inp: Node) -> Handled:
-        return self._named("addr_sets", inp)
+    def _addr_sets(self, node: Node, inp: Node) -> Handled:
+        return self._named(node, "addr_sets", inp)
 
-    def _port_group(self, node: Node, inp: Node) -> Handled:
-        return self._named("port_groups", inp)
+    def _port_groups(self, node: Node, inp: Node) -> Handled:
+        return self._named(node, "port_groups", inp)
 
     def _sb_global(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data

@@ -169,6 +169,26 @@ def barrier_request(xid: int) -> bytes:
     return simple(OFPT_BARRIER_REQUEST, xid)
 
 
+OFPMP_METER_FEATURES = 11
+
+
+def meter_features_request(xid: int) -> bytes:
+    """OFPMP_METER_FEATURES multipart request (no body)."""
+    return simple(OFPT_MULTIPART_REQUEST, xid, struct.pack("!HH4x", OFPMP_METER_FEATURES, 0))
+
+
+def decode_meter_features_max_meter(msg: bytes) -> int | None:
+    """``max_meter`` of an OFPMP_METER_FEATURES reply; None for anything else."""
+    body = msg[HEADER_LEN:]
+    if msg[1] != OFPT_MULTIPART_REPLY or len(body) < 12:
+        return None
+    mp_type, = struct.unpack_from("!H", body, 0)
+    if mp_type != OFPMP_METER_FEATURES:
+        return None
+    max_meter: int = struct.unpack_from("!I", body, 8)[0]
+    return max_meter
+
+
 def get_config_request(xid: int) -> bytes:
     return simple(OFPT_GET_CONFIG_REQUEST, xid)
 

@@ -90,6 +90,10 @@ class OfctrlSession:
         self.installed_lflows = InstalledFlowTable()
         self.installed_pflows = InstalledFlowTable()
         self.geneve_index: int | None = None
+        # Datapath meter support (OFPMP_METER_FEATURES, asked on every
+        # connection): None until the switch answered.
+        self.meter_support: bool | None = None
+        self._meter_xid: int | None = None
         self.initial_clear = False
         self.cur_cfg = 0
         self._flow_updates: deque[list[int]] = deque()  # [barrier xid, req_cfg]
@@ -166,6 +170,8 @@ class OfctrlSession:
             self._conn_seqno = self.conn.seqno
             reconnected = True
             self.state = S_NEW
+            self.meter_support = None
+            self._meter_xid = self._send(m.meter_features_request(self.conn.next_xid()))
             self._inflight.clear()
             if self.ct_zones is not None:
                 self.ct_zones.openflow_reconnected()
@@ -223,6 +229,11 @@ class OfctrlSession:
         st = self.state
         mtype = msg[1]
         xid = int(m.HEADER.unpack_from(msg)[3])
+        if xid == self._meter_xid and mtype in (m.OFPT_MULTIPART_REPLY, m.OFPT_ERROR):
+            max_meter = m.decode_meter_features_max_meter(msg) if mtype != m.OFPT_ERROR else 0
+            self.meter_support = bool(max_meter)
+            self._meter_xid = None
+            return
         if st == S_TLV_TABLE_REQUESTED and xid == self._xid:
             if mtype == m.OFPT_EXPERIMENTER and m.nx_subtype(msg) == m.NXT_TLV_TABLE_REPLY:
                 if self._process_tlv_reply(msg):

@@ -5,6 +5,8 @@ from controller.engine_graph import (GRAPH, NOOP, ROOT, GraphError, GraphParts, 
 from controller.tracking import ROW_CREATE, ROW_UPDATE, ChangeTracker
 from tests.agent.fakes import FakeRow
 
+from pathlib import Path
+
 import pytest
 
 OVS_TABLES = ["Open_vSwitch", "Bridge", "Port", "Interface", "Flow_Sample_Collector_Set"]
@@ -89,9 +91,10 @@ def test_port_binding_change_goes_through_handlers():
     eng.init_run()
     eng.run(True)
     # depth first from the root: lflow_output's inputs, it, then pflow_output's
-    assert calls == ["runtime_data.sb_port_binding",
+    assert calls == ["runtime_data.sb_port_binding", "port_groups.runtime_data",
                      "lflow_output.runtime_data", "lflow_output.port_binding",
-                     "ct_zones.runtime_data", "pflow_output.ct_zones", "pflow_output.port_binding",
+                     "lflow_output.port_groups", "ct_zones.runtime_data",
+                     "pflow_output.ct_zones", "pflow_output.port_binding",
                      "pflow_output.runtime_data"]
 
 
@@ -147,8 +150,8 @@ def test_untracked_table_raises():
         build_engine(GraphParts(ChangeTracker(OVS_TABLES), sb, impls([])))
 
 
-def test_the_agent_builds_its_real_graph():
-    """The implementations the daemon plugs in satisfy the graph."""
+def real_engine():
+    """The engine with the implementations the daemon plugs in."""
     from controller.engine_nodes import AgentState, agent_nodes
     from controller.if_status import IfStatusMgr
     from controller.lflow_output import LflowOutput
@@ -156,8 +159,32 @@ def test_the_agent_builds_its_real_graph():
     from ofctrl.seqno import SeqnoTracker
 
     st = AgentState(IfStatusMgr(SeqnoTracker()))
-    nodes = {**agent_nodes(st),
+    nodes = {**agent_nodes(st, lambda t: {}),
              "lflow_output": LflowOutput(st, lambda t: {}, lambda: 0, lambda: {}),
              "pflow_output": PflowOutput(st, lambda t: {}, lambda: None)}
-    eng = build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+    return build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
+
+
+def test_the_agent_builds_its_real_graph():
+    """The implementations the daemon plugs in satisfy the graph."""
+    eng = real_engine()
     assert {n.name for n in eng.nodes} >= set(GRAPH)
+
+
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md"
+BEGIN, END = "<!-- engine-graph:begin -->\n```dot\n", "```\n<!-- engine-graph:end -->"
+
+
+def test_design_doc_graph_is_current():
+    """docs/DESIGN.md shows Engine.dump_graph() of the real graph; regenerate
+    it with ``python -m tests.agent.test_engine_graph``."""
+    text = DESIGN.read_text()
+    assert BEGIN in text and END in text
+    shown = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
+    assert shown == real_engine().dump_graph()
+
+
+if __name__ == "__main__":
+    doc = DESIGN.read_text()
+    head, rest = doc.split(BEGIN)
+    DESIGN.write_text(head + BEGIN + real_engine().dump_graph() + END + rest.split(END)[1])

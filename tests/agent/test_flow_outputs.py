@@ -152,7 +152,7 @@ def _shared_clause_output():
                       lambda: 1, dict)
     out.views.lflow = lambda row: row  # the fake compiler reads the fake rows
     comp = Compiler()
-    out._compiler = lambda: comp  # type: ignore[method-assign]
+    out._compiler = lambda node: comp  # type: ignore[method-assign]
     out.run(SimpleNamespace())
     return out, a, b, rows, compiled
 
@@ -167,15 +167,15 @@ def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
     from types import SimpleNamespace
 
     from controller.engine import HANDLED_UPDATED
-    from controller.tracking import ROW_UPDATE, TableChanges
+    from controller.lflow_inputs import NamedSets
 
     out, a, b, rows, compiled = _shared_clause_output()
     assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]
     compiled.clear()
-    tc = TableChanges("Port_Group")
-    tc.record(ROW_UPDATE, FakeRow(name="pga"), {"ports": []})
+    pgs = NamedSets()
+    pgs.changed.add("pga")
     for _ in range(3):
-        assert out._port_group(None, SimpleNamespace(data=tc)) is HANDLED_UPDATED
+        assert out._port_groups(None, SimpleNamespace(data=pgs)) is HANDLED_UPDATED
         # the shared flow is rebuilt from both owners, without repetitions
         assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]
     assert _conjunctions(out, "tp_dst=80") == [(1, 2)]

@@ -95,6 +95,7 @@ class FakeSwitch:
         self.n_commits = 0
         self.refuse_connections = False
         self.on_commit: Callable[["FakeSwitch"], None] | None = None
+        self.max_meter = 1 << 16  # OFPMP_METER_FEATURES answer; None: refuse the request
 
     # ------------------------------------------------------------ transport
     def connect(self) -> socket.socket:
@@ -162,6 +163,13 @@ class FakeSwitch:
             self._send(p, m.simple(m.OFPT_FEATURES_REPLY, xid, struct.pack("!QIBB2xII", 0xABC, 0, 254, 0, 0, 0)))
         elif mtype == m.OFPT_BARRIER_REQUEST:
             self._send(p, m.simple(m.OFPT_BARRIER_REPLY, xid))
+        elif mtype == m.OFPT_MULTIPART_REQUEST and \
+                struct.unpack_from("!H", msg, 8)[0] == m.OFPMP_METER_FEATURES:
+            if self.max_meter is None:
+                self._error(p, xid, 1, 2, msg)  # OFPET_BAD_REQUEST, OFPBRC_BAD_MULTIPART
+            else:
+                self._send(p, m.simple(m.OFPT_MULTIPART_REPLY, xid, struct.pack(
+                    "!HH4xIIIBB2x", m.OFPMP_METER_FEATURES, 0, self.max_meter, 0xF, 0x3, 1, 0)))
         elif mtype == m.OFPT_EXPERIMENTER:
             self._nx(p, msg, xid)
         elif mtype == m.OFPT_BUNDLE_CONTROL:

@@ -484,3 +484,20 @@ def test_tx_queue_bound_resets_connection() -> None:
     assert e.sess.put(e.lflows, e.pflows, 1)
     assert not e.sess.is_connected()  # overflow: dropped, will reconnect and resync
     e.close()
+
+
+def test_meter_support_asked_on_every_connection() -> None:
+    """The session asks OFPMP_METER_FEATURES itself (no side connection)."""
+    e = Env()
+    e.settle(lambda: e.sess.meter_support is not None)
+    assert e.sess.meter_support is True
+    e.sw.max_meter = 0
+    e.sw.drop_connections()
+    e.settle(lambda: e.sess.meter_support is not None)
+    assert e.sess.meter_support is False
+    e.sw.max_meter = None          # refused: no datapath meters
+    e.sw.drop_connections()
+    e.settle(lambda: e.sess.meter_support is not None)
+    assert e.sess.meter_support is False
+    assert not e.sess.errors       # the refusal is an answer, not an error
+    e.close()
