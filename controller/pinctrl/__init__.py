@@ -8,7 +8,7 @@ any other import error is raised).  Layout: ``packet_in`` (decoding),
 ``service`` (the thread and its connection), ``sb_writes`` / ``buffered``
 (main-loop side), ``agent`` (what the daemon drives), ``handlers_*`` (the
 opcodes), ``frames`` / ``garp`` / ``dhcp*`` / ``dns`` (pure builders),
-``inject`` (``inject-pkt``).
+``inject`` (``inject-pkt``), ``svc_monitor`` (LB health checks, opcode 18).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 
 _HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
-                    "controller.pinctrl.handlers_l7")
+                    "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor")
 
 
 def _load_handlers() -> None:
