@@ -329,6 +329,31 @@ def _nat(args: str) -> Action:
     return T.Nat(flags, addr_min, addr_max, ipv6, port_min, port_max)
 
 
+def _learn_match(dst: Subfield, value: str, ports: dict[str, int] | None) -> L.LearnSpec:
+    """``DST=VALUE`` in learn, read as OVS learn_parse_spec() does: VALUE is
+    a subfield of the same width if it parses as one, else an immediate in
+    the field's own syntax (exact, no mask) when DST is the whole field, or
+    an integer that fits DST otherwise."""
+    try:
+        src: Subfield | None = parse_subfield(value)
+    except ValueError:
+        src = None
+    if src is not None:
+        if src.n_bits != dst.n_bits:
+            raise ValueError("bit widths of %s and %s differ" % (dst.format(), value))
+        return L.LearnMatchField(dst, src)
+    if dst.ofs == 0 and dst.n_bits == dst.field.n_bits:
+        imm, mask = parse_value(dst.field, value, ports)
+        field_bits = (1 << dst.n_bits) - 1
+        if mask is not None and mask & field_bits != field_bits:
+            raise ValueError("%s: wildcards not allowed here" % value)
+        return L.LearnMatchImm(dst, imm)
+    imm = _int(value)
+    if imm >> dst.n_bits:
+        raise ValueError("value %s does not fit into %d bits" % (value, dst.n_bits))
+    return L.LearnMatchImm(dst, imm)
+
+
 def _learn(args: str, ports: dict[str, int] | None) -> Action:
     kw: dict[str, int] = {}
     flags = 0
@@ -355,17 +380,8 @@ def _learn(args: str, ports: dict[str, int] | None) -> Action:
                 specs.append(L.LearnLoadField(dsf, parse_subfield(src)))
         elif item.startswith("output:"):
             specs.append(L.LearnOutput(parse_subfield(item[7:])))
-        elif eq and "[" not in key:
-            f = lookup(key)
-            v, _ = parse_value(f, value, ports)
-            specs.append(L.LearnMatchImm(Subfield(f, 0, f.n_bits), v))
         elif eq:
-            dsf = parse_subfield(key)
-            if value[:1].isdigit():
-                specs.append(L.LearnMatchImm(dsf, _int(value)))
-            else:
-                ssf = parse_subfield(value)
-                specs.append(L.LearnMatchField(dsf, Subfield(ssf.field, ssf.ofs, dsf.n_bits)))
+            specs.append(_learn_match(parse_subfield(key), value, ports))
         else:
             sf = parse_subfield(item)
             specs.append(L.LearnMatchField(sf, sf))

@@ -263,3 +263,26 @@ def test_decode_random_bytes_fails_cleanly(raw: bytes) -> None:
         decode_actions(raw)
     except DecodeError:
         pass
+
+
+# learn(DST=VALUE) parsing as `ovs-ofctl parse-flow` (OVS 3.1.0) reads it:
+# accepted texts with OVS's printed form, and texts OVS rejects.
+@pytest.mark.parametrize("text, printed", [
+    ("ip_frag=later", "ip_frag=later"),
+    ("NXM_NX_IP_FRAG[0]=0x1", "NXM_NX_IP_FRAG[0]=0x1"),
+    ("ip_frag=NXM_NX_REG0[0..1]", "NXM_NX_IP_FRAG[]=NXM_NX_REG0[0..1]"),
+    ("NXM_OF_IP_SRC[]=10.0.0.1", "ip_src=10.0.0.1"),
+])
+def test_learn_match_parses_like_ovs(text: str, printed: str) -> None:
+    acts = parse_actions("learn(table=1,eth_type=0x800,%s)" % text)
+    assert format_actions(acts) == "learn(table=1,eth_type=0x800,%s)" % printed
+
+
+@pytest.mark.parametrize("text", [
+    "ip_frag=yes", "ip_frag=not_later", "ip_frag=<error>", "NXM_NX_IP_FRAG[]=0x2",
+    "ct_state=+trk", "ip_src=10.0.0.0/8", "NXM_NX_REG0[0..3]=0x1f",
+    "NXM_NX_REG0[0..3]=NXM_NX_REG1[0..7]",
+])
+def test_learn_match_rejects_what_ovs_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_actions("learn(table=1,eth_type=0x800,%s)" % text)
