@@ -42,7 +42,7 @@ from controller.engine import State
 from controller.features import Features, from_capabilities
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
-from controller import idl_fastpath
+from controller import idl_fastpath, memory
 from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.lflow_output import LflowOutput
@@ -65,6 +65,8 @@ SIGNALS_READY = True
 # ovn_get_internal_version() of 23.03.1: package-SB schema-N_OVNACTS.minor.
 INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
 _rl_version = RateLimiter(per_minute=60, burst=1)
+# Longest hold of the installed flows after the SB replica was replaced.
+SB_REFILL_HOLD_S = 10.0
 
 
 def _ovs_rundir() -> str:
@@ -109,6 +111,9 @@ class Daemon:
         self.loop_stats = LoopStats()
         self.stopwatches = Stopwatches(AGENT_STOPWATCHES)
         self.coverage = COVERAGE
+        age = memory.process_age_ms()
+        self.memory_monitor = memory.MemoryMonitor(
+            None if age is None else time.monotonic() * 1000 - age)
         self.paused = False
         self.exiting = False
         self.restart = False
@@ -126,6 +131,12 @@ class Daemon:
         tl = os.environ.get("OVN_CONTROLLER_PY_TIMELINE")
         self._timeline = open(tl, "a", buffering=1) if tl else None
         self._sb_loaded = False
+        # SB replica replaced: the SB_Global.nb_cfg seen before, and until when
+        # the install may be held for it (_hold_install).
+        self._sb_replaced: int | None = None
+        self._sb_replaced_until = 0.0
+        self._sb_nb_cfg = 0
+        self._held_lchg = self._held_pchg = False   # flow changes not yet put (held)
         self._version_mismatch = False
         self._engine_ran = False
         self._encaps_key: Any = None
@@ -226,16 +237,8 @@ class Daemon:
         self._wake = True
 
     def memory_report(self) -> str:
-        def cells(loop: dbmod.IdlLoop | None) -> int:
-            if loop is None:
-                return 0
-            return sum(len(t.rows) * len(t.columns) for t in loop.idl.tables.values())
-        parts = [f"idl-cells-OVN_Southbound:{cells(self.sb)}",
-                 f"idl-cells-Open_vSwitch:{cells(self.ovs)}",
-                 f"if_status_mgr_ifaces_usage-KB:{len(self.if_mgr.ifaces) * 200 // 1024}",
-                 f"local_datapath_usage-KB:{len(self.st.rt.local_datapaths) * 300 // 1024}",
-                 f"ofctrl_desired_flow_usage-KB:{self._desired_count() * 400 // 1024}"]
-        return " ".join(parts) + "\n"
+        lf, pf, _, _ = self._desired_tables()
+        return memory.format_usage(memory.agent_usage(self, (lf, pf))) + "\n"
 
     # ------------------------------------------------------------ helpers
     def _sb_meters(self) -> dict[str, Any]:
@@ -289,15 +292,32 @@ class Daemon:
             return True
         return False
 
-    def _hold_initial_install(self, sess: OfctrlSession) -> bool:
+    def _hold_install(self, sess: OfctrlSession) -> bool:
         """The first install after a (re)connection replaces every flow in
         br-int atomically; hold it until the SB monitor conditions we asked for
         are acknowledged, so a restart never swaps working flows for a partial
-        table (what later OVN does instead of ovn-ofctrl-wait-before-clear)."""
-        if not getattr(sess, "initial_clear", False):
+        table (what later OVN does instead of ovn-ofctrl-wait-before-clear).
+        The same after the SB replica was replaced (a new or wiped database):
+        its datapaths and ports have new UUIDs, so the conditions take rounds
+        to reach every local datapath again; the installed flows stay until
+        then instead of dropping to what the first rounds bring (or to an
+        empty table while northd has not yet filled a wiped SB)."""
+        replaced = self._sb_replaced is not None
+        if not getattr(sess, "initial_clear", False) and not replaced:
             return False
         sb = self.sb
-        return sb is None or self.monitor_key is None or not sb.conditions_settled()
+        settled = sb is not None and self.monitor_key is not None and sb.conditions_settled()
+        if replaced and sb is not None and time.monotonic() < self._sb_replaced_until:
+            # A wiped SB is complete again once northd has caught up with the
+            # NB (its nb_cfg, written with its output, is back where it was)
+            # and our re-registered chassis is in the replica.
+            sbg = sb.first("SB_Global")
+            if sbg is None or sbg.nb_cfg < (self._sb_replaced or 0) or \
+                    self.chassis is None or self.chassis.uuid not in sb.table("Chassis"):
+                settled = False
+        if settled:
+            self._sb_replaced = None
+        return not settled
 
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
@@ -488,6 +508,13 @@ class Daemon:
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
             self.lflow.sb_changed(sb.tracker)
+            if sb_res.reset:
+                self._sb_replaced = self._sb_nb_cfg
+                self._sb_replaced_until = time.monotonic() + SB_REFILL_HOLD_S
+            elif self._sb_replaced is None and sb.has_table("SB_Global"):
+                sbg = sb.first("SB_Global")
+                if sbg is not None:
+                    self._sb_nb_cfg = int(sbg.nb_cfg)
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
                                      if sb.has_table(t)})
@@ -556,6 +583,7 @@ class Daemon:
         self._commit()
         ls.stage_done("commit")
         COVERAGE.run()
+        self.memory_monitor.run(self.memory_report)
         self._wait(poller)
         ls.end()
         if self._timeline is not None:
@@ -658,9 +686,18 @@ class Daemon:
             self.if_mgr.update(view, self.chassis, sb is None or sb.txn is None,
                                self.ovs.txn is None, pb_changed)
             sw.stop()
-        if sess is not None and self.chassis is not None and self._outputs_valid() \
-                and not self._hold_initial_install(sess):
+        held = sess is not None and self.chassis is not None and self._outputs_valid() \
+            and self._hold_install(sess)
+        if held:
+            # Changes computed meanwhile must reach the switch with the put
+            # that ends the hold (ofctrl skips a put whose tables did not change).
+            _, _, lchg, pchg = self._desired_tables()
+            self._held_lchg |= lchg
+            self._held_pchg |= pchg
+        elif sess is not None and self.chassis is not None and self._outputs_valid():
             lf, pf, lchg, pchg = self._desired_tables()
+            lchg, pchg = lchg or self._held_lchg, pchg or self._held_pchg
+            self._held_lchg = self._held_pchg = False
             # Zone flushes ride on a flow round; pflow_output (which depends on
             # ct_zones) would force one, so do the same while it is absent.
             pchg = pchg or st.ct.has_queued_flushes()

@@ -163,7 +163,8 @@ class _State:
         self.log_file: IO[str] | None = None
         self.log_path: str | None = None
         self.seq = 0
-        self.lock = threading.Lock()
+        # reentrant: a fatal-signal handler may log while the main thread holds it
+        self.lock = threading.RLock()
         # None means "whatever sys.stderr is at write time" (pytest capture friendly).
         self.console: IO[str] | None = None
         self.patterns = list(DEFAULT_PATTERNS)
@@ -271,6 +272,9 @@ class _Sink:
         to_syslog = level <= levels[SYSLOG]
         if not (to_console or to_file or to_syslog):
             return
+        thread = threading.current_thread()
+        sub = "" if thread is threading.main_thread() else thread.name
+        field = f"{module}({sub})" if sub else module           # "%c%T"
         with _STATE.lock:
             _STATE.seq += 1
             seq = _STATE.seq
@@ -280,11 +284,11 @@ class _Sink:
             if any(p is not None for p in compiled) or to_syslog:
                 rec = Record(seq, module, LEVEL_NAMES[level], text, now, _program(),
                              SYSLOG_FACILITIES.index(_STATE.facility) * 8
-                             + _SYSLOG_SEVERITY[level], _STATE.start)
+                             + _SYSLOG_SEVERITY[level], _STATE.start, sub)
             if to_console:
                 pat = compiled[CONSOLE]
                 if pat is None or rec is None:
-                    line = (f"{_timestamp(now, False)}|{seq:05d}|{module}|"
+                    line = (f"{_timestamp(now, False)}|{seq:05d}|{field}|"
                             f"{LEVEL_NAMES[level]}|{text}\n")
                 else:
                     line = render_pattern(pat, rec) + "\n"
@@ -297,7 +301,7 @@ class _Sink:
             if to_file and _STATE.log_file is not None:
                 pat = compiled[FILE]
                 if pat is None or rec is None:
-                    line = (f"{_timestamp(now)}|{seq:05d}|{module}|"
+                    line = (f"{_timestamp(now)}|{seq:05d}|{field}|"
                             f"{LEVEL_NAMES[level]}|{text}\n")
                 else:
                     line = render_pattern(pat, rec) + "\n"
@@ -308,7 +312,7 @@ class _Sink:
                     pass
             if to_syslog and rec is not None:
                 pat = compiled[SYSLOG]
-                msg = (f"ovs|{seq:05d}|{module}|{LEVEL_NAMES[level]}|{text}" if pat is None
+                msg = (f"ovs|{seq:05d}|{field}|{LEVEL_NAMES[level]}|{text}" if pat is None
                        else render_pattern(pat, rec))
                 for dest in (_STATE.syslog, *_STATE.syslog_targets):
                     try:

@@ -10,7 +10,7 @@ are OVS's: ``%A`` program, ``%B`` syslog priority, ``%c`` module, ``%d{FMT}`` /
 ``%D{FMT}`` local / UTC time (``#`` digits of the fraction of a second),
 ``%E`` host name, ``%m`` message, ``%N`` sequence number, ``%n`` newline,
 ``%p`` level, ``%P`` pid, ``%r`` ms since start, ``%t`` / ``%T`` subprogram
-(always the main thread here), ``%%``; each with optional ``-`` (left
+(the logging thread's name; ``%T`` shows ``(name)`` outside the main thread), ``%%``; each with optional ``-`` (left
 justify), ``0`` (zero pad) and a width.  Unknown escapes stay as text.
 
 Syslog senders: :class:`LibcSyslog` (syslog(3), the default) and
@@ -56,6 +56,7 @@ class Record:
     program: str
     priority: int       # facility * 8 + severity
     start: float        # process start time, for %r
+    thread: str = ""    # name of the logging thread, "" for the main thread
 
 
 def compile_pattern(pattern: str) -> list[Piece]:
@@ -140,13 +141,13 @@ def render_pattern(pieces: list[Piece], rec: Record) -> str:
         elif conv == "r":
             value = str(int((rec.now - rec.start) * 1000))
         elif conv == "t":
-            value = "main"
+            value = rec.thread or "main"
         elif conv == "n":
             value = "\n"
         elif conv == "%":
             value = "%"
-        else:                   # "T": "(subprogram)" outside the main thread; none here
-            value = ""
+        else:                   # "T": "(thread)" outside the main thread
+            value = f"({rec.thread})" if rec.thread else ""
         if width and len(value) < width:
             value = value.ljust(width) if left else value.rjust(width, "0" if zero else " ")
         parts.append(value)

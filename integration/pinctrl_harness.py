@@ -7,7 +7,7 @@ hv1)::
 
     ls1 10.1.0.0/24 fd01::/64          ls2 10.2.0.0/24 fd02::/64      ls-pub 172.16.0.0/24 fd10::/64
       ls1-p1  vif1 (.11, ::11)           ls2-p4 vif4  "unknown" (FDB)   ln-pub localnet physnet1 -> br-phys
-      ls1-p2  vif2 (.12, ::12)           lb-empty 10.2.0.200:80,
+      ls1-p2  vif2 (.12, ::12)           lb-empty 10.2.0.200:80,        ls-pub-p5 vif5 (.55), ls-pub-p6 vif6 (MAC only)
       ls1-vip virtual .50 (p1, p2)           [fd02::200]:80, no backends
       reject ACL tcp/udp/sctp 7777 -> p2
       logged+metered drop udp 5555 -> p2
@@ -58,6 +58,10 @@ P1_MAC, P1_IP, P1_IP6 = "0a:00:00:01:00:11", "10.1.0.11", "fd01::11"
 P2_MAC, P2_IP, P2_IP6 = "0a:00:00:01:00:12", "10.1.0.12", "fd01::12"
 VIP_MAC, VIP_IP = "0a:00:00:01:00:50", "10.1.0.50"
 P4_NAME = "ls2-p4"
+P5_MAC, P5_IP = "0a:00:00:00:10:55", "172.16.0.55"     # ls-pub (localnet) VIF
+P6_MAC = "0a:00:00:00:10:66"                         # ls-pub VIF without an IP
+P7_MAC, P7_IP = "0a:00:00:01:00:17", "10.1.0.17"     # multichassis, activation-strategy=rarp
+REMOTE_CHASSIS = "hv2"                               # in the SB only
 LR_LS1_MAC, LR_LS1_IP, LR_LS1_IP6 = "0a:00:00:00:01:01", "10.1.0.1", "fd01::1"
 LR_LS2_MAC, LR_LS2_IP, LR_LS2_IP6 = "0a:00:00:00:02:01", "10.2.0.1", "fd02::1"
 LR_PUB_MAC, LR_PUB_IP, LR_PUB_IP6 = "0a:00:00:00:10:01", "172.16.0.1", "fd10::1"
@@ -67,10 +71,12 @@ SNAT_IP, FIP_IP, SNAT_IP6 = "172.16.0.100", "172.16.0.110", "fd10::100"
 GATEWAY_MTU = 1400
 EMPTY_LB_VIP, EMPTY_LB_VIP6, EMPTY_LB_PORT = "10.2.0.200", "fd02::200", 80
 REJECT_PORT, LOG_PORT = 7777, 5555
+ACL_METER_PKTPS = 10      # the logged ACL's meter: a burst gets this many log lines
 
 # (OVS interface, logical port, ofport) bound on hv1, all capturing tx.
-VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4))
-CAPTURE_PORTS = ("vif1", "vif2", "vif4", "br-phys")
+VIFS = (("vif1", "ls1-p1", 1), ("vif2", "ls1-p2", 2), ("vif4", P4_NAME, 4),
+        ("vif5", "ls-pub-p5", 5), ("vif6", "ls-pub-p6", 6), ("vif7", "ls1-p7", 7))
+CAPTURE_PORTS = ("vif1", "vif2", "vif4", "vif7", "br-phys")
 
 _NB: list[str] = [
     "--", "set", "NB_Global", ".", "options:controller_event=true",
@@ -107,7 +113,15 @@ _NB: list[str] = [
     "--", "lsp-set-options", "ls1-vip", f"virtual-ip={VIP_IP}",
     "virtual-parents=ls1-p1,ls1-p2",
     "--", "lsp-add", "ls2", P4_NAME, "--", "lsp-set-addresses", P4_NAME, "unknown",
-    "--", "meter-add", "acl-meter", "drop", "1000", "pktps",
+    # VIFs on the localnet switch: GARP (with an IPv4) and RARP (MAC only)
+    "--", "lsp-add", "ls-pub", "ls-pub-p5",
+    "--", "lsp-set-addresses", "ls-pub-p5", f"{P5_MAC} {P5_IP}",
+    "--", "lsp-add", "ls-pub", "ls-pub-p6", "--", "lsp-set-addresses", "ls-pub-p6", P6_MAC,
+    # multichassis port (main chassis: the SB-only hv2, additional: us), RARP activation
+    "--", "lsp-add", "ls1", "ls1-p7", "--", "lsp-set-addresses", "ls1-p7", f"{P7_MAC} {P7_IP}",
+    "--", "lsp-set-options", "ls1-p7", f"requested-chassis={REMOTE_CHASSIS},{LOCAL_CHASSIS}",
+    "activation-strategy=rarp",
+    "--", "meter-add", "acl-meter", "drop", str(ACL_METER_PKTPS), "pktps",
     "--", "acl-add", "ls1", "to-lport", "1010",
     f'outport == "ls1-p2" && ((tcp && tcp.dst == {REJECT_PORT}) || '
     f"(udp && udp.dst == {REJECT_PORT}) || (sctp && sctp.dst == {REJECT_PORT}))",
@@ -136,6 +150,7 @@ def build_pinctrl_topology(box: Sandbox) -> None:
               f"options:tx_pcap={box.run}/br-phys-tx.pcap",
               "--", "set", "Open_vSwitch", ".",
               "external_ids:ovn-bridge-mappings=physnet1:br-phys")
+    box.sbctl("--may-exist", "chassis-add", REMOTE_CHASSIS, "geneve", "127.0.0.2")
     box.nbctl("--no-wait", *_NB)
     for name, lsp, ofport in VIFS:
         box.bind_vif(name, lsp, ofport=ofport, pcap=True)
@@ -205,8 +220,17 @@ class AgentBox:
             raise
 
     def restart_if_dead(self, timeout: float = 120.0) -> str | None:
-        """If the agent has exited: restart it (same sandbox, state kept) and
-        return the last lines of its log (the crash); else None."""
+        """If the agent (or ovs-vswitchd: its 3.1 userspace conntrack can abort,
+        sandbox-recipe pitfall 3) has exited: restart it (same sandbox, state
+        kept) and say what died, with the agent's last errors; else None."""
+        vswitchd = self.box.daemons.get("vswitchd")
+        if vswitchd is None or not vswitchd.alive():
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            self.box.restart_vswitchd()
+            self.box.wait_hv_sync(timeout=timeout)
+            return "ovs-vswitchd exited (restarted)"
         if self.box.controller_alive():
             return None
         log = self.log_path()
@@ -265,7 +289,9 @@ class AgentBox:
                      ) -> dict[str, list[bytes]]:
         out: dict[str, list[bytes]] = {}
         for port in CAPTURE_PORTS:
-            frames = read_pcap(self.pcap_path(port))[mark.frames.get(port, 0):]
+            frames = read_pcap(self.pcap_path(port))
+            seen = mark.frames.get(port, 0)
+            frames = frames[seen:] if len(frames) >= seen else frames   # re-created file
             out[port] = [f for f in frames if relevant is None or relevant(port, f)]
         return out
 
@@ -374,7 +400,13 @@ def learnt_state(box: Sandbox) -> list[str]:
         info = ",".join(f"{k}={v}" for k, v in sorted(r["event_info"].items()))
         rows.append(f"Controller_Event {r['event_type']} {info} "
                     f"chassis={chassis_name(r['chassis'])}")
-    for r in _sb_rows(box, "Port_Binding", "logical_port,type,chassis,virtual_parent"):
+    for r in _sb_rows(box, "Port_Binding",
+                      "logical_port,type,chassis,virtual_parent,additional_chassis,options"):
+        activated = r["options"].get("additional-chassis-activated")
+        if activated is not None:
+            rows.append(f"Port_Binding {r['logical_port']} additional_chassis="
+                        f"{chassis_name(r['additional_chassis'])} "
+                        f"additional-chassis-activated={activated}")
         if r["type"] == "virtual":
             parent = r["virtual_parent"] if r["virtual_parent"] else "-"
             rows.append(f"Port_Binding {r['logical_port']} virtual "

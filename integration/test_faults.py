@@ -267,3 +267,80 @@ def test_sb_schema_conversion_remonitors_and_keeps_flows(sandbox_factory: Sandbo
     assert box.controller_alive()
     assert sampler.minimum >= before, f"flows dipped to {sampler.minimum}"
     assert Survivors.take(box) == kept
+
+
+# ---------------------------------------------------------------- point 5: SB wipe
+
+
+def wipe_sb(box: Sandbox) -> None:
+    """Replace the SB database by an empty one (server restarted on it)."""
+    box.stop_daemon("sb")
+    db = box.run / "ovnsb_db.db"
+    db.unlink()
+    box.cmd(["ovsdb-tool", "create", str(db), "/usr/share/ovn/ovn-sb.ovsschema"])
+    start_sb(box)
+
+
+def test_sb_wiped_while_northd_repopulates_keeps_flows(sandbox_factory: SandboxFactory) -> None:
+    """3 times: the SB is replaced by an empty database and northd fills it
+    again.  The agent re-registers, and br-int never drops below what it had
+    before or has after (the C agent falls to 11 flows here)."""
+    box = rich_agent(sandbox_factory)
+    for rep in range(3):
+        start = box.flow_count()
+        sampler = FlowSampler(box)
+        with sampler.running():
+            wipe_sb(box)
+            wait_until(lambda: status(box) == "connected", timeout=30, what="connected",
+                       box=box)
+            box.wait_hv_sync(timeout=60)
+            wait_until(lambda: all(iface_ext(box, vif).get("ovn-installed") == "true"
+                                   for vif, lsp, _ in RICH_VIFS if lsp != "ls-a-md"),
+                       what="VIFs installed", box=box)
+            time.sleep(0.5)
+        end = box.flow_count()
+        print(f"\n[py] SB wipe {rep}: flows {start} -> {end}, min {sampler.minimum}")
+        assert box.controller_alive()
+        # (a few flows come and go as northd settles the refilled SB)
+        assert sampler.minimum >= min(start, end) - 10, f"rep {rep}: dipped to {sampler.minimum}"
+        assert box.sbctl("--bare", "--columns=name", "find", "Chassis",
+                         f"name={box.chassis}").strip() == box.chassis
+
+
+# ---------------------------------------------------------------- local OVS daemons
+
+
+def start_ovsdb(box: Sandbox) -> None:
+    """The local ovsdb-server again, same command line as Sandbox.start()."""
+    box._ovs_daemon("ovsdb", "ovsdb-server", [
+        f"--remote=punix:{box.run}/db.sock",
+        "--remote=db:Open_vSwitch,Open_vSwitch,manager_options", str(box.run / "conf.db")],
+        base="ovsdb-server")
+
+
+@pytest.mark.parametrize("role", ["ovsdb", "vswitchd"])
+def test_local_ovs_daemon_kill9_waits_quietly_then_converges(
+        sandbox_factory: SandboxFactory, role: str) -> None:
+    """The local ovsdb-server or ovs-vswitchd killed -9 for 8 s: the agent
+    waits without burning CPU and, once it is back, br-int has the same
+    flows and nothing of the chassis state is lost."""
+    box = rich_agent(sandbox_factory)
+    before = sorted(box.dump_flows(names=False))
+    kept = Survivors.take(box)
+    cpu = CpuMeter(agent(box).pid)
+    kill9(box, role)
+    cpu.start()
+    time.sleep(8)
+    cpu.stop()
+    assert box.controller_alive()
+    if role == "ovsdb":
+        start_ovsdb(box)
+    else:
+        box.restart_vswitchd()
+    box.wait_hv_sync(timeout=60)
+    wait_until(lambda: sorted(box.dump_flows(names=False)) == before, timeout=30,
+               what="the same flows", box=box)
+    print(f"\n[py] {role} kill -9 for {cpu.wall:.1f}s: agent CPU {cpu.cpu:.2f}s "
+          f"({cpu.share:.1%})")
+    assert cpu.share < IDLE_CPU_SHARE, f"{cpu.cpu:.2f}s CPU in {cpu.wall:.1f}s: busy loop"
+    assert Survivors.take(box) == kept

@@ -18,6 +18,18 @@ share one run:
   the case is a strict xfail, so it turns into a failure the moment the
   opcode is registered but answers differently (or into a pass).
 
+Cases (CASES): ARP and ND resolution with buffered-packet release (router
+and gateway port), buffered-packet expiry, MAC_Binding update, TTL / hop
+limit exceeded (from a VIF and through the gateway port), frag-needed and
+packet-too-big (gateway_mtu), reject ACL answers for TCP/UDP/SCTP over IPv4
+and IPv6 (and no answer to an RST), a plain router's RST / port- and
+protocol-unreachable / SCTP ABORT, nd_na and nd_na_router, put_fdb,
+bind_vport, empty_lb_backends events (v4, v6), RARP activation of a
+multichassis port, ACL log lines (one, and a burst through the ACL meter),
+GARP/RARP announcements with their schedule, inject-pkt. An agent that exits
+during a case is restarted for the next one and the case fails with its last
+errors.
+
 ``OVNPY_PINCTRL_DUMP=FILE`` writes every observation (both agents) as JSON.
 """
 
@@ -25,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import json
 import os
 import struct
@@ -46,6 +57,7 @@ pytestmark = pytest.mark.integration
 C_TIMEOUT = 5.0           # the C agent answers within milliseconds
 OURS_TIMEOUT = 5.0        # ours, once the opcode is registered
 MISSING_TIMEOUT = 1.0     # ours while the opcode is not registered (expected silence)
+BUFFER_LIFETIME = 10.0    # buffered packets older than this are dropped (C: 10 s)
 SB_QUIET = 1.0            # how long to look for SB rows that C does not write
 GRACE = 0.4               # after the expected frames: catch extra/duplicate frames
 GARP_SETTLE = 5.0         # the first GARP comes about 1 s after the agent has its SB
@@ -79,7 +91,6 @@ class Case:
     opcodes: tuple[int, ...]            # what our agent needs registered
     scenario: Callable[[AgentBox, float], Observation]
     module: str | None = None           # a module to require instead of opcodes
-    module_user: str = "controller.pinctrl.service"   # ... and the module that must use it
 
 
 # ---------------------------------------------------------------- scenario steps
@@ -118,6 +129,7 @@ def exchange(agent: AgentBox, timeout: float, iface: str, frames: list[bytes],
 
 # ---------------------------------------------------------------- neighbour resolution
 
+PROTO_GRE = 47            # neither TCP, UDP nor SCTP: "protocol unreachable"
 UNKNOWN_HOST_MAC = "0a:00:00:02:00:21"
 UNKNOWN_HOST_MAC6 = "0a:00:00:02:00:61"
 GW_MAC, GW_MAC6 = "0a:00:00:00:99:fe", "0a:00:00:00:99:fd"
@@ -170,6 +182,29 @@ def resolve_scenario(target: str, out_port: str, resolver_mac: str,
     return run
 
 
+def expiry_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """A packet waits for 10.2.0.23 longer than the 10 s buffer lifetime;
+    the late ARP reply creates the MAC_Binding but releases nothing."""
+    target, mac = "10.2.0.23", "0a:00:00:02:00:23"
+    obs = Observation()
+
+    def relevant(b: pf.Brief) -> bool:
+        return b.ip_dst == target or b.arp_tpa == target
+
+    asked = exchange(agent, timeout, "vif1", [_udp_from_p1(target, 30100)],
+                     _on("vif4", lambda b: b.arp_op == 1 and b.arp_tpa == target), 1,
+                     _relevant(relevant), obs, "request")
+    time.sleep(BUFFER_LIFETIME + 1.0)
+    mark = agent.mark()
+    agent.inject("vif4", _arp_reply(mac, h.LR_LS2_MAC, target, h.LR_LS2_IP)())
+    obs.sb = agent.wait_sb(h.rows_matching("MAC_Binding", f" {target} "), timeout)
+    time.sleep(1.0)                                   # a release would come by now
+    for port, fs in h.frames_hex(agent.frames_since(mark, _relevant(relevant))).items():
+        obs.frames.setdefault(port, []).extend(fs)
+    obs.answered = asked and bool(obs.sb)
+    return obs
+
+
 def _arp_reply(src_mac: str, dst_mac: str, spa: str, tpa: str) -> Callable[[], bytes]:
     return lambda: pf.arp_frame(2, src_mac, dst_mac, src_mac, spa, dst_mac, tpa)
 
@@ -201,15 +236,18 @@ def reply_scenario(iface: str, frame: Callable[[], bytes], out_port: str,
 
 def _l4_to(dst: str, proto: int, dport: int, sport: int, *, src_mac: str = h.P1_MAC,
            dst_mac: str = h.LR_LS1_MAC, ttl: int = 64) -> Callable[[], bytes]:
-    """A TCP SYN / UDP / SCTP INIT from ls1-p1 to ``dst``:``dport``."""
+    """A TCP SYN / UDP / SCTP INIT from ls1-p1 to ``dst``:``dport`` (any other
+    protocol: a GRE-like 4-byte header and a payload, no ports)."""
     def build() -> bytes:
         src = h.P1_IP6 if ":" in dst else h.P1_IP
         if proto == pf.PROTO_TCP:
             l4 = pf.tcp(src, dst, sport, dport, seq=0x01020304)
         elif proto == pf.PROTO_UDP:
             l4 = pf.udp(src, dst, sport, dport, b"payload")
-        else:
+        elif proto == pf.PROTO_SCTP:
             l4 = pf.sctp_init(sport, dport, 0x0A0B0C0D)
+        else:
+            l4 = b"\x00\x00\x08\x00" + b"other-protocol"
         return pf.ip_frame(src_mac, dst_mac, src, dst, proto, l4, ttl=ttl)
     return build
 
@@ -237,6 +275,18 @@ def _ttl_case(name: str, dst: str, router_ip: str) -> Case:
     return Case(name, (ops.OP_ICMP,), reply_scenario(
         "vif1", lambda: _udp_from_p1(dst, 31000, ttl=1), "vif1", expect,
         lambda b: expect(b) or b.ip_dst == dst))
+
+
+def _gateway_ttl_case(name: str, src: str, dst: str) -> Case:
+    """A packet from the provider network with TTL 1 through the gateway port:
+    the ICMP time exceeded goes back out of br-phys (northd swaps the
+    addresses on the gateway port, so it comes from ``dst``)."""
+    def expect(b: pf.Brief) -> bool:
+        return b.ip_dst == src and b.ip_src == dst
+    frame = lambda: pf.ip_frame(PROVIDER_MAC, h.LR_PUB_MAC, src, dst, pf.PROTO_UDP,  # noqa: E731
+                                pf.udp(src, dst, 31500, 4000), ttl=1)
+    return Case(name, (ops.OP_ICMP,), reply_scenario(
+        "br-phys", frame, "br-phys", expect, lambda b: expect(b) or b.ip_dst == dst))
 
 
 def _frag_case(name: str, dst: str, router_ip: str, opcodes: tuple[int, ...]) -> Case:
@@ -278,6 +328,34 @@ def vport_scenario(agent: AgentBox, timeout: float) -> Observation:
     if obs.sb:
         obs.sb = h.rows_matching("Port_Binding ls1-vip")(agent.sb_state())
     obs.answered = bool(obs.sb)
+    return obs
+
+
+def activation_scenario(agent: AgentBox, timeout: float) -> Observation:
+    """ls1-p7 is requested on hv2 and hv1 with activation-strategy=rarp: on
+    hv1 (additional chassis) its traffic is blocked until it sends a RARP;
+    the RARP packet-in (opcode 26) records additional-chassis-activated."""
+    obs = Observation()
+
+    def udp_to_p1(sport: int) -> bytes:
+        return pf.ip_frame(h.P7_MAC, h.P1_MAC, h.P7_IP, h.P1_IP, pf.PROTO_UDP,
+                           pf.udp(h.P7_IP, h.P1_IP, sport, 9))
+    rarp = pf.ethernet("ff:ff:ff:ff:ff:ff", h.P7_MAC, 0x8035,
+                       bytes.fromhex("0001080006040003") + pf.mac_bytes(h.P7_MAC) + bytes(4)
+                       + pf.mac_bytes(h.P7_MAC) + bytes(4))
+    relevant = _relevant(lambda b: b.eth_src == h.P7_MAC)
+    mark = agent.mark()
+    agent.inject("vif7", udp_to_p1(37001))            # blocked: not activated yet
+    agent.inject("vif7", rarp)
+    obs.sb = agent.wait_sb(h.rows_matching("Port_Binding ls1-p7", "activated=hv1"), timeout)
+    if obs.sb:
+        agent.box.wait_hv_sync(timeout=30)            # the blocking flows go away
+        agent.inject("vif7", udp_to_p1(37002))
+        agent.wait_frames(mark, _on("vif1", lambda b: b.sport == 37002), 1, timeout)
+        time.sleep(GRACE)
+    obs.frames = h.frames_hex(agent.frames_since(mark, relevant))
+    obs.answered = bool(obs.sb) and any(pf.brief(bytes.fromhex(f)).sport == 37002
+                                        for f in obs.frames.get("vif1", []))
     return obs
 
 
@@ -353,12 +431,20 @@ def inject_scenario(microflow: str, out_port: str, expect: Callable[[pf.Brief], 
     return run
 
 
-def log_scenario(agent: AgentBox, timeout: float) -> Observation:
-    """UDP to ls1-p2:5555 hits the logged, metered drop ACL: one acl_log line."""
+def log_scenario(burst: int) -> Callable[[AgentBox, float], Observation]:
+    """``burst`` UDP packets to ls1-p2:5555 in one receive call hit the
+    logged drop ACL: one acl_log line each, as many as its meter lets through."""
+    def run(agent: AgentBox, timeout: float) -> Observation:
+        return _log_run(agent, timeout, burst)
+    return run
+
+
+def _log_run(agent: AgentBox, timeout: float, burst: int) -> Observation:
     obs = Observation()
     mark = agent.mark()
-    agent.inject("vif1", pf.ip_frame(h.P1_MAC, h.P2_MAC, h.P1_IP, h.P2_IP, pf.PROTO_UDP,
-                                     pf.udp(h.P1_IP, h.P2_IP, 33000, h.LOG_PORT, b"log")))
+    agent.inject("vif1", *(pf.ip_frame(h.P1_MAC, h.P2_MAC, h.P1_IP, h.P2_IP, pf.PROTO_UDP,
+                                       pf.udp(h.P1_IP, h.P2_IP, 33000 + i, h.LOG_PORT, b"log"))
+                           for i in range(burst)))
     deadline = mark.at + timeout
     while not agent.log_since(mark, "acl_log") and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -369,8 +455,8 @@ def log_scenario(agent: AgentBox, timeout: float) -> Observation:
 
 
 def garp_scenario(agent: AgentBox, timeout: float) -> Observation:
-    """GARPs for the router and NAT addresses on the localnet switch, out of
-    br-phys: 5 per address, at +0, +2, +6, +14, +30 s after the first
+    """GARPs for the router and NAT addresses and the localnet switch's VIFs
+    (RARP for the one without an IPv4), out of br-phys: 5 per address, at +0, +2, +6, +14, +30 s after the first
     (pinctrl-anatomy 4.1). Compared: each distinct frame with its send
     offsets in whole seconds from the first GARP the agent sent at all (the
     order between addresses and the exact milliseconds are free)."""
@@ -401,9 +487,12 @@ def garp_scenario(agent: AgentBox, timeout: float) -> Observation:
         if ts <= first + GARP_LAST + GARP_SLACK:
             offsets.setdefault(frame.hex(), []).append(round(ts - first))
     obs.frames = {"br-phys": sorted(offsets)}
+    # a localnet VIF's GARP also upserts MAC_Binding rows on the peer routers
+    obs.sb = h.rows_matching("MAC_Binding", f" {h.P5_IP} ")(agent.sb_state())
     for key, sent in offsets.items():
         b = pf.brief(bytes.fromhex(key))
-        obs.sb.append(f"GARP {b.arp_spa} {b.eth_src} sent at +{sent} s")
+        what = "RARP" if b.eth_type == 0x8035 else f"GARP {b.arp_spa}"
+        obs.sb.append(f"{what} {b.eth_src} sent at +{sent} s")
     obs.sb.sort()
     obs.answered = all(len(v) == 5 for v in offsets.values())
     if not obs.answered:
@@ -424,8 +513,11 @@ CASES: list[Case] = [
     Case("gateway_nd_resolve_v6", (ops.OP_ND_NS, ops.OP_PUT_ND), resolve_scenario(
         h.GW_IP6, "br-phys", GW_MAC6,
         _na_reply(GW_MAC6, h.LR_PUB_MAC, h.GW_IP6, LLA_LR_PUB), "2001:db8::8")),
+    Case("buffered_packet_expiry_v4", (ops.OP_ARP, ops.OP_PUT_ARP), expiry_scenario),
     _ttl_case("ttl_exceeded_v4", "10.2.0.31", h.LR_LS1_IP),
     _ttl_case("hop_limit_exceeded_v6", "fd02::31", h.LR_LS1_IP6),
+    _gateway_ttl_case("ttl_exceeded_gateway_v4", "172.16.0.50", h.FIP_IP),
+    _gateway_ttl_case("hop_limit_exceeded_gateway_v6", "fd10::50", h.P1_IP6),
     _frag_case("frag_needed_v4", "8.8.4.4", h.LR_LS1_IP,
                (ops.OP_ICMP4_ERROR, ops.OP_PUT_ICMP4_FRAG_MTU)),
     _frag_case("packet_too_big_v6", "2001:db8::44", h.LR_LS1_IP6,
@@ -448,45 +540,41 @@ CASES: list[Case] = [
                35005),
     _port_case("router_sctp_abort_v6", h.LR2_IP6, pf.PROTO_SCTP, ops.OP_SCTP_ABORT,
                h.LR2_MAC, 35006),
+    _port_case("router_proto_unreachable_v4", h.LR2_IP, PROTO_GRE, ops.OP_ICMP, h.LR2_MAC,
+               35007),
+    _port_case("router_proto_unreachable_v6", h.LR2_IP6, PROTO_GRE, ops.OP_ICMP, h.LR2_MAC,
+               35008),
     _nd_na_case("nd_na_vif", "vif2", h.P2_MAC, h.P2_IP6, h.P1_IP6, ops.OP_ND_NA),
     _nd_na_case("nd_na_router", "vif1", h.P1_MAC, h.P1_IP6, h.LR_LS1_IP6, ops.OP_ND_NA_ROUTER),
     Case("put_fdb", (ops.OP_PUT_FDB,), fdb_scenario),
     Case("bind_vport", (ops.OP_BIND_VPORT,), vport_scenario),
+    Case("rarp_activation", (ops.OP_ACTIVATION_STRATEGY_RARP,), activation_scenario),
     Case("empty_lb_event_v4", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP)),
     Case("empty_lb_event_v6", (ops.OP_EVENT,), event_scenario(h.EMPTY_LB_VIP6)),
     Case("arp_mac_update", (ops.OP_PUT_ARP,), mac_update_scenario),
     Case("reject_ignores_rst", (ops.OP_REJECT,), rst_ignored_scenario),
-    Case("acl_log", (ops.OP_LOG,), log_scenario),
+    Case("acl_log", (ops.OP_LOG,), log_scenario(1)),
+    Case("acl_log_meter_burst", (ops.OP_LOG,), log_scenario(4 * h.ACL_METER_PKTPS)),
     Case("inject_pkt_udp4", (), inject_scenario(
         f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.P2_MAC} && '
         f"ip4.src == {h.P1_IP} && ip4.dst == {h.P2_IP} && ip.ttl == 64 && "
         "udp.src == 1234 && udp.dst == 9", "vif2",
         lambda b: b.ip_src == h.P1_IP and b.dport == 9),
-        module="controller.pinctrl.inject", module_user="controller.unixctl"),
+        module="controller.pinctrl.inject"),
     Case("inject_pkt_icmp6_to_router", (), inject_scenario(
         f'inport == "ls1-p1" && eth.src == {h.P1_MAC} && eth.dst == {h.LR_LS1_MAC} && '
         f"ip6.src == {h.P1_IP6} && ip6.dst == {h.LR_LS1_IP6} && ip.ttl == 64 && "
         "icmp6.type == 128 && icmp6.code == 0", "vif1",
         lambda b: b.ip_src == h.LR_LS1_IP6 and b.icmp_type == 129),
-        module="controller.pinctrl.inject", module_user="controller.unixctl"),
+        module="controller.pinctrl.inject"),
     Case("garp_nat_addresses", (), garp_scenario, module="controller.pinctrl.garp"),
 ]
-
-
-def _wired(module: str, user: str = "controller.pinctrl.service") -> bool:
-    """Whether ``module`` exists and the pinctrl service's source uses it (a
-    planner with no opcode is served only once the service calls it)."""
-    if not (_has_module(module) and _has_module(user)):
-        return False
-    source = inspect.getsource(importlib.import_module(user))
-    return module.rsplit(".", 1)[-1] in source
 
 
 def _missing(case: Case) -> str | None:
     """Why our agent cannot serve the case yet, or None."""
     if case.module is not None:
-        return (None if _wired(case.module, case.module_user)
-                else f"{case.module} absent or not used by {case.module_user}")
+        return None if _has_module(case.module) else f"{case.module} absent"
     if REGISTERED is None:
         return "controller.pinctrl absent"
     missing = [op for op in case.opcodes if op not in REGISTERED]
@@ -557,6 +645,20 @@ def test_frame_builders_self_check() -> None:
     init = pf.sctp_init(1, 2, 3)
     crc = struct.unpack_from("<I", init, 8)[0]
     assert pf.crc32c(init[:8] + b"\0\0\0\0" + init[12:]) == crc
+
+
+def test_compare_reports_differences() -> None:
+    """The comparison names the differing header field, count and SB row."""
+    frame = _l4_to(h.P2_IP, pf.PROTO_TCP, 80, 1)()
+    changed = bytearray(frame)
+    changed[22] -= 1                                       # IPv4 TTL
+    theirs = Observation(frames={"vif1": [frame.hex()]}, sb=["FDB a dp_key=1 port_key=1"])
+    ours = Observation(frames={"vif1": [bytes(changed).hex(), frame.hex()]}, sb=[])
+    problems = h.compare(ours, theirs)
+    assert any("ip4.ttl: ours=63 C=64" in p for p in problems), problems
+    assert any("ours sent 2 frame(s), C 1" in p for p in problems), problems
+    assert any(p == "SB row only C: FDB a dp_key=1 port_key=1" for p in problems), problems
+    assert h.compare(theirs, theirs) == []
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES])

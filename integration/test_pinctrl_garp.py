@@ -10,9 +10,10 @@ VIP, ``nat-addresses=router``) and a gateway router gw2 with an explicit
 injected into ls-pub and the pipeline flooded to the localnet port.
 
 Checked: the set of announced frames (byte for byte, against the frames the
-topology implies and against C's), the 5-send schedule at 1, 3, 7, 15, 31 s
-(gaps 2, 4, 8, 16 s, compared per frame with C's), a new NAT address announced
-after an NB change, and a removed one no longer sent.
+topology implies and against C's), the MAC_Binding rows the routers on ls-pub
+get (the agent's local learning of new announcements plus put_arp), a new NAT
+address announced after an NB change and a removed one no longer sent, and
+(slow) the 5-send schedule at 1, 3, 7, 15, 31 s: gaps 2, 4, 8, 16 s per frame.
 """
 
 from __future__ import annotations
@@ -28,9 +29,6 @@ from controller.pinctrl.garp import garp_frame, rarp_frame
 from integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
-# Our agent announces once the pinctrl facade drives the announcer (pcore's
-# controller/pinctrl/agent.py); until it is on this branch there is nothing to compare.
-pytest.importorskip("controller.pinctrl.agent")
 
 KINDS = ("c", "py")
 GAP_TOLERANCE_S = 0.5
@@ -272,5 +270,6 @@ def test_five_sends_at_c_intervals(agents: dict[str, Agent]) -> None:
             assert len(times) == 5, (kind, frame.hex(), times)
             for gap, want in zip(_gaps(times), (2.0, 4.0, 8.0, 16.0)):
                 assert abs(gap - want) <= GAP_TOLERANCE_S, (kind, frame.hex(), _gaps(times))
-    c, py = agents["c"].sends(), agents["py"].sends()
-    assert {f: len(t) for f, t in py.items()} == {f: len(t) for f, t in c.items()}
+    # Same frames overall; the send counts of the removed and the added
+    # address depend on when each agent saw the NB change in its own schedule.
+    assert set(agents["py"].sends()) == set(agents["c"].sends()) == EXPECTED | {NEW_NAT}

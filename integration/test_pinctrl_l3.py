@@ -1,8 +1,8 @@
 """pinctrl L3 services end to end: real daemons, a packet in, the answer out.
 
 One small topology (ls-a -- lr0 -- ls-b, VIFs vif-a1 and vif-b1 on this
-chassis, a reject ACL for TCP, UDP and SCTP port 80 from ls-a-p1) runs under each
-agent (``c`` first, then ``py``).  A packet is injected with
+chassis, a reject ACL for TCP, UDP and SCTP port 80 from ls-a-p1) runs
+under each agent (``c`` first, then ``py``).  A packet is injected with
 ``netdev-dummy/receive`` and the frame the agent's pinctrl makes of it is
 read from a tx pcap; the test derives the whole expected frame by hand from
 the injected frame (read back from the rx pcap) and asserts byte equality,
@@ -27,7 +27,10 @@ so the C run proves the expectation and the py run must give the same bytes.
 * a 1400-byte IPv4 / IPv6 datagram towards lr0-b (``gateway_mtu=1300``) ->
   fragmentation needed / packet too big with MTU 1300 (ICMP4/6_ERROR, whose
   nested actions pause at PUT_ICMP4/6_FRAG_MTU: a second packet-in answered
-  with NXT_RESUME).
+  with NXT_RESUME);
+* an ARP reply for a buffered next hop -> MAC_Binding learnt and the
+  buffered ping sent on to the learnt MAC (ARP's BufferIntent end to end;
+  ls-b-p1 also takes unknown MACs so the released ping reaches vif-b1).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ _NB = [
     "--", "lsp-add", "ls-a", "ls-a-p1", "--", "lsp-set-addresses", "ls-a-p1",
     f"{A1_MAC} {A1_IP} {A1_IP6}",
     "--", "lsp-add", "ls-b", "ls-b-p1", "--", "lsp-set-addresses", "ls-b-p1",
-    f"{B1_MAC} {B1_IP} {B1_IP6}",
+    f"{B1_MAC} {B1_IP} {B1_IP6}", "unknown",     # unknown: the learnt next hop's MAC
     "--", "set", "Logical_Router_Port", "lr0-b", f"options:gateway_mtu={GW_MTU}",
     "--", "acl-add", "ls-a", "from-lport", "1000",
     'inport == "ls-a-p1" && (tcp.dst == 80 || udp.dst == 80 || sctp.dst == 80)', "reject",
@@ -364,3 +367,24 @@ def test_ns_for_router_address_gets_router_na(env: Env) -> None:
                     + target + b"\x02\x01" + mac(LRA_MAC), 2)
     expected = mac(A1_MAC) + mac(LRA_MAC) + b"\x86\xdd" + ipv6(LRA_IP6, A1_IP6, 58, 255, na)
     assert got.raw == expected, f"[{env.kind}]\n got {got.raw.hex()}\n exp {expected.hex()}"
+
+
+def test_buffered_packet_released_after_arp_reply(env: Env) -> None:
+    """The packet that triggered ``arp`` is held (BufferIntent) and sent on
+    once an ARP reply has been learnt as a MAC_Binding."""
+    hop, hop_mac = "10.0.2.88", "0a:00:00:00:02:88"
+    ping = icmp4(A1_MAC, LRA_MAC, A1_IP, hop)
+    tx = env.tx("vif-b1")
+    inject(env.box, "vif-a1", ping)
+    got, seen = tx.wait_for(lambda f: f.eth_type == 0x0806, timeout=TIMEOUT)
+    assert got is not None, f"[{env.kind}] no ARP on vif-b1"
+    reply = (mac(LRB_MAC) + mac(hop_mac) + b"\x08\x06"
+             + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + mac(hop_mac) + addr(hop)
+             + mac(LRB_MAC) + addr(LRB_IP))
+    inject_raw(env, "vif-b1", reply)
+    got, seen = tx.wait_for(lambda f: f.proto == 1 and f.ip_dst == hop, timeout=TIMEOUT)
+    assert got is not None, (f"[{env.kind}] buffered ping not released on vif-b1:\n"
+                             + "\n".join(f.summary() for f in seen) + env.box.log_tail())
+    assert (got.eth_src, got.eth_dst, got.ttl, got.ip_src) == (LRB_MAC, hop_mac, 63, A1_IP)
+    rows = env.box.sbctl("--bare", "--columns=ip,mac", "find", "MAC_Binding", f"ip={hop}")
+    assert hop_mac in rows, rows

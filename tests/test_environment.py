@@ -53,5 +53,7 @@ def test_os_ken_openflow15_parser_is_usable() -> None:
 def test_entry_point_reports_version() -> None:
     out = _run_clean("import sys; from controller.cli import main; sys.exit(main(['--version']))")
     lines = out.splitlines()
-    assert lines[0].startswith("ovn-controller-py ")
-    assert lines[1] == "compatible with OVN 23.03.1, OpenFlow versions 0x6:0x6"
+    # C's four lines first (tools read the "ovn-controller " prefix), then ours.
+    assert lines[:4] == ["ovn-controller 23.03.1", "Open vSwitch Library 3.1.0",
+                         "OpenFlow versions 0x6:0x6", "SB DB Schema 20.27.0"]
+    assert lines[4].startswith("ovn-controller-py ")

@@ -136,3 +136,20 @@ def test_ovs_library_messages_use_c_module_names_and_levels(console: io.StringIO
                          "reconnect|INFO|tcp:127.0.0.1:6642: connection attempt failed "
                          "(Connection refused)"]
     assert "ovsdb_idl|WARN|something" in lines
+
+
+def test_logging_while_the_writer_lock_is_held_does_not_deadlock(console: io.StringIO) -> None:
+    """A fatal-signal handler logs from the main thread, possibly in the middle
+    of another write."""
+    with vlog._STATE.lock:
+        vlog.get_logger("fatal_signal").warning("terminating with signal 15 (Terminated)")
+    assert "fatal_signal|WARN|terminating" in console.getvalue()
+
+
+def test_lines_from_another_thread_name_it_like_c(console: io.StringIO) -> None:
+    import threading
+    t = threading.Thread(target=lambda: vlog.get_logger("rconn").info("x: connecting..."),
+                         name="ovn_pinctrl")
+    t.start()
+    t.join()
+    assert console.getvalue().split("|", 2)[2] == "rconn(ovn_pinctrl)|INFO|x: connecting...\n"

@@ -1,8 +1,14 @@
 """pinctrl: the packet-in services of the agent (OVN 23.03.1 controller/pinctrl.c).
 
 Importing the package registers every handler module with
-:mod:`controller.pinctrl.registry`.  Modules written by other work streams
-(``handlers_l3``, ``garp``) are imported when present.
+:mod:`controller.pinctrl.registry` (a module that is not there is skipped;
+any other import error is raised).  Layout: ``packet_in`` (decoding),
+``registry`` (dispatch), ``outcome`` (what handlers return), ``openflow``
+(packet-out / resume builders), ``state`` (the read-only local view),
+``service`` (the thread and its connection), ``sb_writes`` / ``buffered``
+(main-loop side), ``agent`` (what the daemon drives), ``handlers_*`` (the
+opcodes), ``frames`` / ``garp`` / ``dhcp*`` / ``dns`` (pure builders),
+``inject`` (``inject-pkt``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ from the SB DNS rows (only rows with ``external_ids:dns_id`` count, as in
 C) and published whole by the main loop; the pinctrl thread only reads it.
 It is indexed by datapath tunnel key: a lookup walks the DNS rows serving
 that datapath (ordered by dns_id, C walks its hash table) and returns the
-first record for the lowercased query name.
+first record for the lowercased query name.  Parsed record values
+(address lists) are memoised per value (bounded LRU): values repeat across
+queries and cache versions.
 
 Answer rules kept from C: L4 must hold the UDP and DNS headers; a response
 (QR set), qdcount 0 or arcount != 0 (so any EDNS query) is not answered;

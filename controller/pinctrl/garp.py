@@ -506,11 +506,15 @@ class GarpAnnouncer:
         self._notify = notify
 
     def update(self, inputs: GarpInputs, now_ms: int, sb_writable: bool) -> list[LocalMacBinding]:
-        intents: list[LocalMacBinding] = []
+        """Apply a new plan; the MAC_Binding upserts of the keys it created,
+        one per (port, ip): when two new keys learn the same IP on the same
+        router port, the later MAC wins, as C's second upsert rewrites the
+        row its first one inserted in the same transaction."""
+        intents: dict[tuple[int, int, str], LocalMacBinding] = {}
         changed = False
         with self._lock:
             if inputs == self._inputs:
-                return intents
+                return []
             self._inputs = inputs
             keys = {e.key for e in inputs.entries}
             for key in [k for k in self._entries if k not in keys]:
@@ -527,11 +531,16 @@ class GarpAnnouncer:
                                                  now_ms + FIRST_DELAY_MS)
                 changed = True
                 if sb_writable and e.ipv4 is not None:
-                    intents.extend(LocalMacBinding(p.dp_key, p.port_key, e.ipv4, e.mac,
-                                                   p.update_only) for p in e.peers)
+                    for p in e.peers:
+                        k = (p.dp_key, p.port_key, e.ipv4)
+                        prev = intents.pop(k, None)
+                        # (an insert-allowed upsert inserts; a later update-only one updates it)
+                        update_only = p.update_only and (prev is None or prev.update_only)
+                        intents[k] = LocalMacBinding(p.dp_key, p.port_key, e.ipv4, e.mac,
+                                                     update_only)
         if changed and self._notify is not None:
             self._notify()
-        return intents
+        return list(intents.values())
 
     def run(self, now_ms: int) -> list[bytes]:
         """Packet-outs of the announcements due at `now_ms`."""

@@ -15,7 +15,8 @@ warnings and debug lines (1/min, burst 5; C has one per function for
 DHCPv6, DNS and RA and one per call site for DHCPv4, so DHCPv4 warnings of
 different kinds share here), and for the DHCPv4 INFO lines one per kind
 (OFFER/ACK/NAK replies, RELEASE, INFORM: 20/min, burst 40; DECLINE is not
-limited).
+limited).  Module state: those limiters and a memo of parsed result-field
+headers, both used only from the pinctrl service thread.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from controller.pinctrl.outcome import (
 from controller.pinctrl.packet_in import PacketIn
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
+from controller.vlog import INFO, get_logger
 from ofctrl.fields import format_ipv4, format_mac
 from ofctrl.match import Match
 
@@ -38,6 +39,7 @@ _EVENT_OPTIONS = {1: "vip", 2: "protocol", 3: "load_balancer"}
 _VERDICTS = {0: "allow", 1: "drop", 2: "reject"}
 _SEVERITIES = {1: "alert", 4: "warning", 5: "notice", 6: "info", 7: "debug"}
 _V4_MAPPED_PREFIX = 0xFFFF << 32
+_ACL_LOG = get_logger("acl_log")
 
 
 def ipv6_format_mapped(addr: int) -> str:
@@ -124,7 +126,10 @@ def activation_strategy_rarp(pin: PacketIn, view: LocalView) -> Outcome:
 
 @handler(OP_LOG)
 def acl_log(pin: PacketIn, view: LocalView) -> Outcome:
-    """log(name=, verdict=, severity=): one acl_log INFO line, as lib/acl-log.c."""
+    """log(name=, verdict=, severity=): one acl_log INFO line, as lib/acl-log.c
+    (nothing at all, not even the flow text, while acl_log is below INFO)."""
+    if not _ACL_LOG.is_enabled(INFO):
+        return Outcome()
     data = pin.payload
     if len(data) < 2:
         return Outcome(intents=[LogIntent("acl_log", "warn", "log data missing")])

@@ -369,9 +369,10 @@ class SnapshotPublisher:
     def __init__(self, publish: Callable[[LocalSnapshot], None]) -> None:
         self._publish = publish
         self._ports: dict[tuple[int, int], PortInfo] = {}
-        self._key_of: dict[uuidlib.UUID, tuple[int, int]] = {}
+        self._key_of: dict[uuidlib.UUID, tuple[uuidlib.UUID, tuple[int, int]]] = {}
+        self._by_dp: dict[uuidlib.UUID, set[uuidlib.UUID]] = {}
         self._dps: dict[uuidlib.UUID, int] = {}
-        self._chassis = ""
+        self._chassis: str | None = None
         self._dns: DnsCache = EMPTY_DNS_CACHE
         self._dns_loaded = False
         self.version = 0
@@ -380,33 +381,43 @@ class SnapshotPublisher:
             pbs_on_datapath: Callable[[uuidlib.UUID], Iterable[Any]], tracker: Any,
             dns_rows: Callable[[], Iterable[Any]] | None = None) -> bool:
         """Update from this iteration's state; True when a new snapshot was published.
-        ``dns_rows`` gives the SB DNS rows; the DNS cache is rebuilt when they change."""
+        ``dns_rows`` gives the SB DNS rows; the DNS cache is rebuilt when they change.
+        Datapaths that became (non-)local are filed (unfiled) one by one."""
         dps = {u: int(ld.key) for u, ld in local_datapaths.items()}
         changed = False
         if dns_rows is not None and (not self._dns_loaded or tracker.reset
                                      or tracker.has_changes("DNS")):
             self._dns, self._dns_loaded = dns_cache_from_sb(dns_rows()), True
             changed = True
-        if dps != self._dps or chassis_name != self._chassis or tracker.reset:
-            self._dps, self._chassis = dps, chassis_name
+        if chassis_name != self._chassis or tracker.reset:
+            self._chassis = chassis_name
             self._ports.clear()
             self._key_of.clear()
-            for dp_uuid, dp_key in dps.items():
-                for pb in pbs_on_datapath(dp_uuid):
-                    self._file(pb, dp_key)
+            self._by_dp.clear()
+            self._dps = {}
+        if dps != self._dps:
+            for u, key in list(self._dps.items()):
+                if dps.get(u) != key:
+                    for pu in list(self._by_dp.get(u, ())):
+                        self._unfile(pu)
+                    self._by_dp.pop(u, None)
+            for u, key in dps.items():
+                if self._dps.get(u) != key:
+                    for pb in pbs_on_datapath(u):
+                        self._file(pb, u, key)
+            self._dps = dps
             changed = True
-        else:
-            tc = tracker.tables.get("Port_Binding")
-            if tc:
-                for u in tc.deleted:
-                    changed |= self._unfile(u)
-                for tr in tc.new_or_updated():
-                    changed |= self._unfile(tr.row.uuid)
-                    dp = _opt_first(tr.row.datapath)
-                    key = dps.get(dp.uuid) if dp is not None else None
-                    if key is not None:
-                        self._file(tr.row, key)
-                        changed = True
+        tc = tracker.tables.get("Port_Binding")
+        if tc:
+            for u in tc.deleted:
+                changed |= self._unfile(u)
+            for tr in tc.new_or_updated():
+                changed |= self._unfile(tr.row.uuid)
+                dp = _opt_first(tr.row.datapath)
+                dp_key = dps.get(dp.uuid) if dp is not None else None
+                if dp_key is not None:
+                    self._file(tr.row, dp.uuid, dp_key)
+                    changed = True
         if changed:
             self.version += 1
             ports = list(self._ports.values())
@@ -414,15 +425,20 @@ class SnapshotPublisher:
                                               self.version, self._dns))
         return changed
 
-    def _file(self, pb: Any, dp_key: int) -> None:
+    def _file(self, pb: Any, dp_uuid: uuidlib.UUID, dp_key: int) -> None:
         info = port_info(pb, dp_key)
         key = (dp_key, info.port_key)
         self._ports[key] = info
-        self._key_of[pb.uuid] = key
+        self._key_of[pb.uuid] = (dp_uuid, key)
+        self._by_dp.setdefault(dp_uuid, set()).add(pb.uuid)
 
     def _unfile(self, u: uuidlib.UUID) -> bool:
-        key = self._key_of.pop(u, None)
-        if key is None:
+        entry = self._key_of.pop(u, None)
+        if entry is None:
             return False
+        dp_uuid, key = entry
         self._ports.pop(key, None)
+        members = self._by_dp.get(dp_uuid)
+        if members is not None:
+            members.discard(u)
         return True

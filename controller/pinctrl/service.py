@@ -115,7 +115,7 @@ class PinctrlService:
         self.buffered = buffered
         self.cov = coverage
         self._connect = connect or (lambda t: Connection(
-            t, name="pinctrl", probe_interval_ms=PROBE_INTERVAL_MS))
+            t, probe_interval_ms=PROBE_INTERVAL_MS))
         self.view: LocalView = EMPTY_VIEW
         self.conn: Connection | None = None
         self._target: Target | None = None

@@ -224,3 +224,29 @@ def test_snapshot_publisher() -> None:
     assert pub.run("hv1", ld, t.idx.pbs_on_datapath, tr)
     assert got[-1].port_by_key(3, 2).mac == ("50:54:00:00:00:33 10.0.0.3",)
     assert got[-1].version == 2 and view.port_by_key(3, 2).mac[0].startswith("50:54:00:00:00:03")
+
+
+def test_snapshot_follows_local_datapaths_one_by_one() -> None:
+    t = topo()
+    dp2 = Row(tunnel_key=7)
+    other = Row(logical_port="o1", type="", tunnel_key=1, datapath=dp2, options={},
+                chassis=[], virtual_parent=[], mac=[])
+    ports = dict(t.ports, o1=other)
+    walked: list[Any] = []
+
+    def pbs(u: Any) -> list[Any]:
+        walked.append(u)
+        return [p for p in ports.values() if p.datapath.uuid == u]
+
+    got: list[Any] = []
+    pub = SnapshotPublisher(got.append)
+    tr = ChangeTracker(("Port_Binding",))
+    one = {t.dp.uuid: SimpleNamespace(key=3)}
+    both = {**one, dp2.uuid: SimpleNamespace(key=7)}
+    pub.run("hv1", one, pbs, tr)
+    assert pub.run("hv1", both, pbs, tr)
+    assert walked == [t.dp.uuid, dp2.uuid]          # only the new datapath is walked
+    assert got[-1].port_by_key(7, 1).name == "o1" and got[-1].port_by_key(3, 2) is not None
+    assert pub.run("hv1", {dp2.uuid: SimpleNamespace(key=7)}, pbs, tr)
+    assert got[-1].port_by_key(3, 2) is None and got[-1].port_by_key(7, 1) is not None
+    assert got[-1].local_datapaths == frozenset({7})

@@ -171,3 +171,12 @@ def test_notify_on_added_or_removed_keys_only() -> None:
     assert len(calls) == 1
     a.update(GarpInputs(()), 30, True)
     assert len(calls) == 2
+
+
+def test_local_mac_bindings_one_per_port_and_ip_last_mac_wins() -> None:
+    peer = (PeerPort(2, 1, False),)
+    a = GarpAnnouncer()
+    got = a.update(GarpInputs((_entry("vm", "172.16.0.9", "0a:00:00:00:00:01", peers=peer),
+                               _entry("lsp-172.16.0.9", "172.16.0.9", "0a:00:00:00:00:02",
+                                      peers=peer))), 0, True)
+    assert got == [LocalMacBinding(2, 1, "172.16.0.9", "0a:00:00:00:00:02", False)]

@@ -146,3 +146,15 @@ def test_fuzz_state_handlers_never_raise(op: int, frame: bytes, payload: bytes,
     assert isinstance(out, Outcome)
     if out.drop is not None:
         assert "handler error" not in out.drop
+
+
+def test_acl_log_skipped_below_info() -> None:
+    from controller import vlog
+    before = vlog.get_levels("acl_log")
+    try:
+        vlog.set_level("acl_log", "warn")
+        assert run(pin(ab.OP_LOG, TCP_SYN, bytes([1, 1]) + b"x", table=44)).intents == []
+    finally:
+        for dest, level in before.items():
+            vlog.set_level("acl_log", level, dest)
+    assert run(pin(ab.OP_LOG, TCP_SYN, bytes([1, 1]) + b"x", table=44)).intents
