@@ -42,7 +42,7 @@ from controller.engine import State
 from controller.features import Features, from_capabilities
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
-from controller import idl_fastpath
+from controller import idl_fastpath, memory
 from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.lflow_output import LflowOutput
@@ -111,6 +111,9 @@ class Daemon:
         self.loop_stats = LoopStats()
         self.stopwatches = Stopwatches(AGENT_STOPWATCHES)
         self.coverage = COVERAGE
+        age = memory.process_age_ms()
+        self.memory_monitor = memory.MemoryMonitor(
+            None if age is None else time.monotonic() * 1000 - age)
         self.paused = False
         self.exiting = False
         self.restart = False
@@ -234,16 +237,8 @@ class Daemon:
         self._wake = True
 
     def memory_report(self) -> str:
-        def cells(loop: dbmod.IdlLoop | None) -> int:
-            if loop is None:
-                return 0
-            return sum(len(t.rows) * len(t.columns) for t in loop.idl.tables.values())
-        parts = [f"idl-cells-OVN_Southbound:{cells(self.sb)}",
-                 f"idl-cells-Open_vSwitch:{cells(self.ovs)}",
-                 f"if_status_mgr_ifaces_usage-KB:{len(self.if_mgr.ifaces) * 200 // 1024}",
-                 f"local_datapath_usage-KB:{len(self.st.rt.local_datapaths) * 300 // 1024}",
-                 f"ofctrl_desired_flow_usage-KB:{self._desired_count() * 400 // 1024}"]
-        return " ".join(parts) + "\n"
+        lf, pf, _, _ = self._desired_tables()
+        return memory.format_usage(memory.agent_usage(self, (lf, pf))) + "\n"
 
     # ------------------------------------------------------------ helpers
     def _sb_meters(self) -> dict[str, Any]:
@@ -588,6 +583,7 @@ class Daemon:
         self._commit()
         ls.stage_done("commit")
         COVERAGE.run()
+        self.memory_monitor.run(self.memory_report)
         self._wait(poller)
         ls.end()
         if self._timeline is not None:

@@ -43,6 +43,7 @@ import ovs.poller
 import ovs.stream
 import structlog
 
+from controller.coverage import COVERAGE, count_txn_status
 from controller.vlog import RateLimiter
 from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
 
@@ -275,6 +276,7 @@ class IdlLoop:
         reconnected = False
         if self.connected:
             sess_seqno = self.idl._session.get_seqno()
+            COVERAGE.inc("stream_open", sess_seqno != self._session_seqno)  # a new connection
             if self._session_seqno is not None and sess_seqno != self._session_seqno:
                 reconnected = True
             self._session_seqno = sess_seqno
@@ -297,6 +299,7 @@ class IdlLoop:
         # Transaction bookkeeping (ovsdb_idl_loop_run).
         if self.committing is not None:
             status = self.committing.commit()
+            count_txn_status(status)
             if status != ovs.db.idl.Transaction.INCOMPLETE:
                 self._finish_commit(self.committing, status)
         if self.committing is None and self.connected and self.idl.has_ever_connected() \
@@ -333,6 +336,7 @@ class IdlLoop:
             return None
         self._precommit_seqno = self.idl.change_seqno
         status: str = txn.commit()
+        count_txn_status(status)
         if status == ovs.db.idl.Transaction.INCOMPLETE:
             self.committing = txn
         else:

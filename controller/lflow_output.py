@@ -378,6 +378,7 @@ class LflowOutput:
 
     def _process(self, comp: LflowCompiler, row: Any) -> None:
         table = self.data.flow_table
+        COVERAGE.inc("consider_logical_flow")
         for res in comp.compile_lflow_local(self.views.lflow(row)):
             if isinstance(res, LflowError):
                 self.n_errors += 1

@@ -20,6 +20,7 @@ import ovs.unixctl
 import ovs.unixctl.server
 
 from controller import version, vlog
+from controller.coverage import COVERAGE
 from controller.version import OVN_VERSION
 
 
@@ -205,8 +206,10 @@ def _process_command(conn: Any, request: Any) -> None:
         conn._request_id = request.id
         conn.reply_error(f'"{request.method}" is not a valid command (use "list-commands" '
                          "to see a list of valid commands)")
-        return
-    _library_process_command(conn, request)
+    else:
+        _library_process_command(conn, request)
+    # Counted after the reply, so a command does not see itself (as in C).
+    COVERAGE.inc("unixctl_received"); COVERAGE.inc("unixctl_replied")  # noqa: E702
 
 
 ovs.unixctl.server.UnixctlConnection._process_command = _process_command
@@ -278,4 +281,5 @@ def create_server(agent: Agent, path: str | None) -> ovs.unixctl.server.UnixctlS
     if error:
         raise OSError(error, f"could not initialize control socket {sock}")
     os.chmod(sock, 0o750)         # as the C daemons' control sockets
+    COVERAGE.inc("pstream_open")
     return server

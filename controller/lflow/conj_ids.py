@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
+from controller.coverage import COVERAGE
 from physical.ovshash import hash_int
 
 __all__ = ["ConjIds", "hash_int", "uuid_hash"]
@@ -80,6 +81,7 @@ class ConjIds:
             self._release(e)
 
     def _release(self, e: _Entry) -> None:
+        COVERAGE.inc("lflow_conj_free")
         for cid in range(e.start, e.start + e.n):
             self._allocated.discard(cid)
         del self._entries[(e.lflow, e.dp)]
@@ -118,6 +120,7 @@ class ConjIds:
                     return 0
                 initial = False
                 if cid in allocated:
+                    COVERAGE.inc("lflow_conj_conflict")
                     available = False
                     break
                 cid += 1
@@ -125,6 +128,7 @@ class ConjIds:
                 break
             start = (cid + 1) & _M32
         self._insert(lflow, dp, start, n_conjs)
+        COVERAGE.inc("lflow_conj_alloc")
         return start
 
     def alloc_specified(self, lflow_uuid: uuidlib.UUID | str,
@@ -138,6 +142,7 @@ class ConjIds:
             if cid == 0 or cid > _M32 or cid in self._allocated:
                 return False
         self._insert(lflow, dp, start, n_conjs)
+        COVERAGE.inc("lflow_conj_alloc_specified")
         return True
 
     def find(self, lflow_uuid: uuidlib.UUID | str, dp_uuid: uuidlib.UUID | str | None) -> int:

@@ -10,7 +10,9 @@ MAC_Binding/FDB changes, republishes the local view when Port_Bindings of
 local datapaths changed, applies the pending SB work in this iteration's
 transaction (``sb_writes``), releases buffered packets the new MAC_Bindings
 resolve, and re-plans GARP/RARP announcements when an input may have
-changed (``garp``; the announcer is one of the service's periodic senders).
+changed (``garp``; the announcer is one of the service's periodic senders),
+and re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
+periodic sender).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -25,6 +27,7 @@ from typing import Any, Callable, Mapping
 from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
+from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
 from controller.pinctrl.service import PinctrlService
@@ -63,6 +66,9 @@ class Pinctrl:
         attach(self.svc_monitors)
         self._svc_key: Any = False
         self._garp_key: Any = None
+        self.ra = RaSender(notify=self.service.wake)
+        self.service.add_periodic(self.ra)
+        self._ra_key: Any = ()          # () until the first plan
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -122,6 +128,24 @@ class Pinctrl:
             rows = [tr.row for tr in tc.new_or_updated()] if tc else []
             svc.send(self.buffered.release(rows, idx.pb_by_name.get))
         self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
+        self._run_ra(sb, idx, chassis)
+
+    def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
+        """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
+        datapaths changed; the sender (run by the service) sends them."""
+        t = sb.tracker
+        key = chassis.uuid if chassis is not None else None
+        if key == self._ra_key and not t.reset and not t.has_changes("Port_Binding") \
+                and not t.has_changes("Datapath_Binding"):
+            return
+        self._ra_key = key
+        try:
+            inputs = ra_inputs(sb.table("Port_Binding").values(), idx.pb_by_name.get) \
+                if chassis is not None and sb.has_table("Port_Binding") else RaInputs()
+        except Exception:
+            log.exception("IPv6 RA planning failed")
+            return
+        self.ra.update(inputs, _now_ms())
 
     def _run_garp(self, sb: Any, idx: Any, chassis: Any,
                   local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any, ovs_changed: bool,

@@ -114,6 +114,8 @@ class PinctrlService:
         self.work = work
         self.buffered = buffered
         self.cov = coverage
+        # Named by its target, like C's rconn: log lines read
+        # "unix:.../br-int.mgmt: connected" for both connections.
         self._connect = connect or (lambda t: Connection(
             t, probe_interval_ms=PROBE_INTERVAL_MS))
         self.view: LocalView = EMPTY_VIEW
@@ -159,7 +161,7 @@ class PinctrlService:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="ovn_pinctrl", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name="ovn_pinctrl0", daemon=True)
             self._thread.start()
 
     def close(self) -> None:
