@@ -477,7 +477,13 @@ def format_value(f: Field, value: int, mask: int | None = None,
             mask = None
     kind = f.fmt
     if kind == "port_oxm" and mask is None:
-        return format_port(port_from_ofp11(value), port_names)
+        # OVS maps a 32-bit port it cannot fold to 16 bits to OFPP_NONE
+        # ("ANY") when printing, rather than failing.
+        try:
+            port = port_from_ofp11(value)
+        except ValueError:
+            port = 0xffff
+        return format_port(port, port_names)
     if kind == "port" and mask is None:
         return format_port(value, port_names)
     if kind in ("hex", "decimal", "port", "port_oxm"):
