@@ -149,7 +149,7 @@ def test_logging_while_the_writer_lock_is_held_does_not_deadlock(console: io.Str
 def test_lines_from_another_thread_name_it_like_c(console: io.StringIO) -> None:
     import threading
     t = threading.Thread(target=lambda: vlog.get_logger("rconn").info("x: connecting..."),
-                         name="ovn_pinctrl")
+                         name="ovn_pinctrl0")
     t.start()
     t.join()
-    assert console.getvalue().split("|", 2)[2] == "rconn(ovn_pinctrl)|INFO|x: connecting...\n"
+    assert console.getvalue().split("|", 2)[2] == "rconn(ovn_pinctrl0)|INFO|x: connecting...\n"

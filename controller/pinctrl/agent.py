@@ -64,6 +64,7 @@ class Pinctrl:
                                         notify_main=getattr(self.service, "_notify_main", None))
         self.service.add_periodic(self.svc_monitors)
         attach(self.svc_monitors)
+        self._svc_key: Any = False
         self._garp_key: Any = None
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
@@ -114,8 +115,12 @@ class Pinctrl:
                 log.exception("pinctrl SB writes failed; batch dropped")
         if sb.has_table("Service_Monitor"):     # sync_svc_monitors
             svc_rows = sb.table("Service_Monitor")
-            self.svc_monitors.update(monitor_specs(svc_rows.values(), chassis,
-                                                   idx.pb_by_name.get))
+            svc_key = chassis.uuid if chassis is not None else None
+            if svc_key != self._svc_key or tracker.reset \
+                    or tracker.has_changes("Service_Monitor") or tracker.has_changes("Port_Binding"):
+                self._svc_key = svc_key
+                self.svc_monitors.update(monitor_specs(svc_rows.values(), chassis,
+                                                       idx.pb_by_name.get))
             if self._had_txn:
                 self.svc_monitors.write_status(svc_rows)
         if len(self.buffered):

@@ -204,6 +204,16 @@ class SbWriter:
             lambda r: (r.mac, int(r.dp_key)))
         self._loaded = False
         self.event_seq_num = 0
+        # MAC_Binding rows inserted into the current transaction, shared by
+        # apply() and apply_local(): a put_arp learn and a GARP upsert of
+        # the same (logical_port, ip) in one transaction must not insert twice.
+        self._inserted: dict[tuple[str, str], Any] = {}
+        self._inserted_txn: Any = None
+
+    def _txn_inserted(self, txn: Any) -> dict[tuple[str, str], Any]:
+        if txn is not self._inserted_txn:
+            self._inserted, self._inserted_txn = {}, txn
+        return self._inserted
 
     def track(self, tables: Mapping[str, Mapping[uuidlib.UUID, Any]], tracker: Any) -> None:
         """Follow this iteration's MAC_Binding/FDB changes (rebuild on reset)."""
@@ -229,7 +239,7 @@ class SbWriter:
               controller_events: Iterable[Any] = ()) -> int:
         """Write ``batch`` into ``txn``; returns the number of row writes queued."""
         n = 0
-        inserted: dict[tuple[str, str], Any] = {}
+        inserted = self._txn_inserted(txn)
 
         def lport(dp_key: int, port_key: int) -> Any:
             dp = idx.dp_by_key.get(dp_key)
@@ -331,13 +341,17 @@ class SbWriter:
         """MAC_Binding upserts a GARP makes on peer router ports (C's
         send_garp_locally): (dp_key, port_key, ip, mac, update_only) each."""
         n = 0
+        inserted = self._txn_inserted(txn)
         for b in bindings:
             dp = idx.dp_by_key.get(b.dp_key)
             pb = idx.pb_by_key.get((dp.uuid, b.port_key)) if dp is not None else None
             if pb is None:
                 continue
-            row = self.mb_index.get((pb.logical_port, b.ip))
-            new = False
+            key = (pb.logical_port, b.ip)
+            row = inserted.get(key)
+            new = row is not None
+            if row is None:
+                row = self.mb_index.get(key)
             if row is None:
                 if b.update_only:
                     continue
@@ -345,6 +359,7 @@ class SbWriter:
                 row.logical_port = pb.logical_port
                 row.ip = b.ip
                 row.datapath = pb.datapath
+                inserted[key] = row
                 new = True
             if new or row.mac != b.mac:
                 row.mac = b.mac

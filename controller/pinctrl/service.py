@@ -161,7 +161,7 @@ class PinctrlService:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="ovn_pinctrl", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name="ovn_pinctrl0", daemon=True)
             self._thread.start()
 
     def close(self) -> None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+import socket
 import struct
 import threading
 import uuid as uuidlib
@@ -112,12 +113,13 @@ class MonitorSpec:
 def _parse_ip(text: str) -> tuple[bytes, bool] | None:
     """(16-byte address, is IPv4) or None."""
     try:
-        addr = ipaddress.ip_address(text)
-    except ValueError:
+        return _V4_MAPPED + socket.inet_pton(socket.AF_INET, text), True
+    except (OSError, ValueError):
+        pass
+    try:
+        return socket.inet_pton(socket.AF_INET6, text), False
+    except (OSError, ValueError):
         return None
-    if isinstance(addr, ipaddress.IPv4Address):
-        return _V4_MAPPED + addr.packed, True
-    return addr.packed, False
 
 
 def _mac_bytes(mac: str) -> bytes:
@@ -137,7 +139,7 @@ def _backend_mac(pb_macs: Iterable[str], ip: bytes, is_ip4: bool) -> bytes | Non
         if a is None:
             continue
         if is_ip4:
-            if any(_V4_MAPPED + ipaddress.IPv4Address(v).packed == ip for v in a.ipv4):
+            if any(_V4_MAPPED + socket.inet_aton(v) == ip for v in a.ipv4):
                 return _mac_bytes(a.mac)
         else:
             if any(_ip6_of(t) == ip for t in text.split()[1:] if ":" in t):

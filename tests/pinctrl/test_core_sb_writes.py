@@ -89,6 +89,26 @@ def test_mac_binding_delay_cap_and_last_writer_wins() -> None:
     assert sizes == [MAX_WRITES_PER_TXN] * k + [0]   # a bounded number of rows per txn
 
 
+def test_learn_and_garp_upsert_of_one_key_insert_once_per_txn() -> None:
+    """A put_arp learn and a GARP local upsert of the same (logical_port, ip)
+    in one transaction share the inserted row (two inserts would fail it)."""
+    t, w = topo(), SbWriter()
+    work = PendingWork(Coverage(), Clock())
+    w.track({"MAC_Binding": {}, "FDB": {}}, ChangeTracker(()))
+    work.add(MacBindingIntent(3, 1, "10.0.0.3", "50:54:00:00:00:03", 0))
+    txn = Txn()
+    apply(w, work, t, txn)
+    local = [SimpleNamespace(dp_key=3, port_key=1, ip="10.0.0.3", mac="50:54:00:00:00:07",
+                             update_only=False)]
+    tables = {"MAC_Binding": "MAC_Binding"}
+    assert w.apply_local(local, txn, tables, t.idx, True) == 1
+    assert [k for k, _ in txn.inserted] == ["MAC_Binding"]
+    assert txn.inserted[0][1].mac == "50:54:00:00:00:07"       # last writer wins
+    txn2 = Txn()                                                # a new transaction
+    assert w.apply_local(local, txn2, tables, t.idx, True) == 1
+    assert [k for k, _ in txn2.inserted] == ["MAC_Binding"]
+
+
 def test_caps_of_vports_events_fdbs() -> None:
     cov = Coverage()
     work = PendingWork(cov, Clock())

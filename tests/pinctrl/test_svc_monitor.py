@@ -311,3 +311,18 @@ def test_write_status_only_known_and_changed() -> None:
     assert m.write_status({ROW: sb_row}) == 1 and sb_row.status == ["online"]
     assert m.write_status({ROW: sb_row}) == 0
     assert m.write_status({}) == 0
+
+
+def test_ipv6_syn_ack_is_success() -> None:
+    s = spec("fd00::3", "fd00::fe")
+    m, clock, _ = monitors(s)
+    m.run(0)
+    seq, port = m.probe_ports(s.key)
+    a, b = ipaddress.IPv6Address("fd00::3").packed, ipaddress.IPv6Address("fd00::fe").packed
+    tcp = struct.pack("!HHIIHHHH", 80, port, 1, seq + 1, 0x5012, 1000, 0, 0)
+    frame = (SVC_MAC + BACKEND_MAC + b"\x86\xdd"
+             + struct.pack("!IHBB", 0x60000000, 20, 6, 64) + a + b + tcp)
+    (msg,) = m.handle(pin(frame)).messages
+    rst = split_packet_out(msg)[1]
+    assert rst == S.tcp_probe(s, S.TCP_RST | S.TCP_ACK, seq + 2, 2, port)
+    assert rst[12:14] == b"\x86\xdd" and state(m, s)[0] == S.S_ONLINE

@@ -16,10 +16,8 @@ from controller.lflow.actions.base import (
     MLF_USE_LB_AFF_SESSION_BIT, OFTABLE_CHK_LB_AFFINITY, ActionContext,
     EncodeParams, FieldRef, OvnAction, parse_bool)
 from ofctrl.groups import EXT_TABLE_ID_INVALID
+from physical.constants import IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP
 
-IPPROTO_TCP = 6
-IPPROTO_UDP = 17
-IPPROTO_SCTP = 132
 PROTO_NAMES = {IPPROTO_TCP: "tcp", IPPROTO_UDP: "udp", IPPROTO_SCTP: "sctp"}
 
 
