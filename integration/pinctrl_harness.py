@@ -37,11 +37,11 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import ovs.unixctl.client
 
@@ -502,3 +502,32 @@ def start_agents(snapshot: Snapshot, kinds: Sequence[str]) -> list[AgentBox]:
             agent.close()
         raise errors[0]
     return started
+
+
+class SideBySide(Protocol):
+    """An agent under test in its own sandbox (``kind`` "c" or "py")."""
+    kind: str
+    box: Sandbox
+
+    def setup(self) -> None: ...
+
+
+AgentT = TypeVar("AgentT", bound=SideBySide)
+
+
+def side_by_side(make: Callable[[str], AgentT],
+                 kinds: Sequence[str] = ("c", "py")) -> Iterator[dict[str, AgentT]]:
+    """The body of a module fixture: one agent of each kind, set up and
+    started together, synced, and stopped afterwards."""
+    made = {kind: make(kind) for kind in kinds}
+    try:
+        for a in made.values():
+            a.setup()
+        for a in made.values():
+            a.box.start_controller(a.kind)
+        for a in made.values():
+            a.box.wait_hv_sync(timeout=120)
+        yield made
+    finally:
+        for a in made.values():
+            a.box.stop()

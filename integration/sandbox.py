@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -95,6 +95,17 @@ def _proc_exe(pid: int) -> str | None:
     except OSError:
         return None
     return exe.removesuffix(" (deleted)")
+
+
+def poll_until(pred: Callable[[], object], timeout: float = 30.0, period: float = 0.1) -> bool:
+    """Call ``pred`` every ``period`` seconds until it is true (True) or
+    ``timeout`` seconds have passed (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(period)
+    return False
 
 
 def copy_db(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from integration.conftest import SandboxFactory
-from integration.sandbox import Sandbox
+from integration.sandbox import poll_until, Sandbox
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +35,6 @@ def _messages(log: Path, run: Path, modules: tuple[str, ...]) -> list[str]:
     return seen
 
 
-def _wait(pred: object, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _scenario(box: Sandbox, kind: str) -> list[str]:
@@ -50,11 +42,11 @@ def _scenario(box: Sandbox, kind: str) -> list[str]:
     box.wait_hv_sync(timeout=60)
     box.stop_daemon("vswitchd")
     # two failed attempts: "waiting 2 seconds", then "waiting 4 seconds"
-    assert _wait(lambda: "waiting 4 seconds before reconnect" in d.log.read_text(), 30)
+    assert poll_until(lambda: "waiting 4 seconds before reconnect" in d.log.read_text(), 30)
     box.restart_vswitchd()
-    assert _wait(lambda: d.log.read_text().count("br-int.mgmt: connected") >= 2, 30)
+    assert poll_until(lambda: d.log.read_text().count("br-int.mgmt: connected") >= 2, 30)
     box.stop_daemon("sb")
-    assert _wait(lambda: "ovnsb_db.sock: waiting 4 seconds" in d.log.read_text(), 30)
+    assert poll_until(lambda: "ovnsb_db.sock: waiting 4 seconds" in d.log.read_text(), 30)
     return _messages(d.log, box.run, ("reconnect", "rconn"))
 
 
@@ -86,17 +78,17 @@ def test_openflow_probe_interval(sandbox_factory: SandboxFactory, kind: str) -> 
     d = box.start_controller(kind)
     box.wait_hv_sync(timeout=60)
     vswitchd_log = box.daemons["vswitchd"].log
-    assert _wait(lambda: re.search(r"received: OFPT_ECHO_REQUEST",
+    assert poll_until(lambda: re.search(r"received: OFPT_ECHO_REQUEST",
                                    vswitchd_log.read_text()) is not None, 20)
     pid = box.daemons["vswitchd"].pid
     os.kill(pid, signal.SIGSTOP)
     try:
-        assert _wait(lambda: "no response to inactivity probe after 5 seconds, disconnecting"
+        assert poll_until(lambda: "no response to inactivity probe after 5 seconds, disconnecting"
                      in d.log.read_text(), 30), d.log.read_text()[-2000:]
     finally:
         os.kill(pid, signal.SIGCONT)
     text = d.log.read_text()
     assert "|rconn|ERR|unix:" in text
     n_connected = text.count("br-int.mgmt: connected")
-    assert _wait(lambda: d.log.read_text().count("br-int.mgmt: connected") > n_connected, 30)
+    assert poll_until(lambda: d.log.read_text().count("br-int.mgmt: connected") > n_connected, 30)
     assert box.controller_alive()

@@ -14,13 +14,12 @@ import re
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from integration.conftest import SandboxFactory
-from integration.sandbox import REPO_ROOT, Sandbox, agent_python, find_binary
+from integration.sandbox import poll_until, REPO_ROOT, Sandbox, agent_python, find_binary
 
 pytestmark = pytest.mark.integration
 
@@ -52,13 +51,6 @@ def _env(kind: str, box: Sandbox) -> dict[str, str]:
     return env
 
 
-def _wait(pred: object, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _comm(pid: int) -> str:
@@ -104,13 +96,13 @@ def test_started_the_ovn_ctl_way(sandbox_factory: SandboxFactory, kind: str) -> 
                        capture_output=True, text=True, timeout=120)
         pid = int(pidfile.read_text())
         ctl = run / f"ovn-controller.{pid}.ctl"
-        assert _wait(ctl.exists)
+        assert poll_until(ctl.exists)
         assert _comm(pid) == "ovn-controller"
         appctl = subprocess.run(["ovn-appctl", "-t", "ovn-controller", "version"], env=env,
                                 capture_output=True, text=True, timeout=60, check=True)
         assert appctl.stdout.splitlines()[:2] == ["ovn-controller 23.03.1",
                                                   "Open vSwitch Library 3.1.0"]
-        assert _wait(lambda: subprocess.run(
+        assert poll_until(lambda: subprocess.run(
             ["ovn-appctl", "-t", "ovn-controller", "connection-status"], env=env,
             capture_output=True, text=True).stdout.strip() == "connected")
         status = subprocess.run([OVN_CTL, "status_controller", *ctl_args], env=env,
@@ -126,7 +118,7 @@ def test_started_the_ovn_ctl_way(sandbox_factory: SandboxFactory, kind: str) -> 
                               capture_output=True, text=True, timeout=120)
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert "Exiting ovn-controller" in stop.stdout      # via `ovs-appctl exit`
-        assert _wait(lambda: not Path(f"/proc/{pid}").exists())
+        assert poll_until(lambda: not Path(f"/proc/{pid}").exists())
         assert not pidfile.exists() and not ctl.exists()
     finally:
         _kill_leftover(pidfile)
@@ -150,8 +142,8 @@ def test_fatal_signals_as_c(sandbox_factory: SandboxFactory, signum: signal.Sign
         try:
             ctl = box.run / f"sig-{kind}.{proc.pid}.ctl" if kind == "py" \
                 else box.run / f"ovn-controller.{proc.pid}.ctl"
-            assert _wait(ctl.exists), log.read_text()
-            assert _wait(lambda: pidfile.exists())
+            assert poll_until(ctl.exists), log.read_text()
+            assert poll_until(lambda: pidfile.exists())
             proc.send_signal(signum)
             rc = proc.wait(timeout=30)
         finally:
@@ -189,7 +181,7 @@ def test_monitor_restarts_after_a_crash(sandbox_factory: SandboxFactory) -> None
                    capture_output=True)
     try:
         first = int(pidfile.read_text())
-        assert _wait(lambda: (box.run / f"ovn-controller.{first}.ctl").exists())
+        assert poll_until(lambda: (box.run / f"ovn-controller.{first}.ctl").exists())
         os.kill(first, signal.SIGSEGV)
         def restarted() -> bool:
             try:
@@ -197,12 +189,12 @@ def test_monitor_restarts_after_a_crash(sandbox_factory: SandboxFactory) -> None
             except (OSError, ValueError):
                 return False
             return pid != first and (box.run / f"ovn-controller.{pid}.ctl").exists()
-        assert _wait(restarted, 30), log.read_text()
+        assert poll_until(restarted, 30), log.read_text()
         assert f"1 crashes: pid {first} died, killed (Segmentation fault)" in log.read_text()
         second = int(pidfile.read_text())
         # a stop request is not a crash: the monitor goes too
         os.kill(second, signal.SIGTERM)
-        assert _wait(lambda: not Path(f"/proc/{second}").exists())
-        assert _wait(lambda: "died, killed (Terminated), exiting" in log.read_text())
+        assert poll_until(lambda: not Path(f"/proc/{second}").exists())
+        assert poll_until(lambda: "died, killed (Terminated), exiting" in log.read_text())
     finally:
         _kill_leftover(pidfile)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from integration.conftest import SandboxFactory
-from integration.sandbox import Sandbox, find_binary
+from integration.sandbox import Sandbox, find_binary, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -82,15 +81,6 @@ def _setup(sandbox_factory: SandboxFactory, pki: Pki, remote_fmt: str) -> Sandbo
     return box
 
 
-def _wait_for(pred: object, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @pytest.mark.parametrize("kind", ["c", "py"])
 def test_ssl_southbound_connects_and_installs_flows(sandbox_factory: SandboxFactory, pki: Pki,
                                                     kind: str) -> None:
@@ -125,7 +115,7 @@ def test_ssl_wrong_ca_is_logged_and_retried(sandbox_factory: SandboxFactory, pki
         text = log.read_text()
         return text.count("connection attempt failed") >= 2
 
-    assert _wait_for(retried, 30), log.read_text()
+    assert poll_until(retried, 30, period=0.2), log.read_text()
     text = log.read_text()
     assert box.controller_alive()
     assert box.appctl("controller", "connection-status").strip() == "not connected"
@@ -141,8 +131,9 @@ def test_ssl_without_pki_options_is_an_error_not_a_crash(sandbox_factory: Sandbo
     box = _setup(sandbox_factory, pki, "ssl:127.0.0.1:{port}")
     box.start_controller("py")
     log = box.daemons["controller"].log
-    assert _wait_for(lambda: "Private key must be configured to use SSL" in log.read_text())
-    assert _wait_for(lambda: "connection attempt failed" in log.read_text())
+    assert poll_until(lambda: "Private key must be configured to use SSL" in log.read_text(),
+                      period=0.2)
+    assert poll_until(lambda: "connection attempt failed" in log.read_text(), period=0.2)
     assert box.controller_alive()
     assert box.appctl("controller", "connection-status").strip() == "not connected"
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from controller.pinctrl.garp import garp_frame, rarp_frame
+from integration.pinctrl_harness import side_by_side
 from integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -180,18 +181,7 @@ class Agent:
 def agents() -> Iterator[dict[str, Agent]]:
     """Both agents, started together; the tests below share them and run in
     file order (the NB change of the second-to-last one is seen by the last)."""
-    made = {kind: Agent(kind) for kind in KINDS}
-    try:
-        for a in made.values():
-            a.setup()
-        for a in made.values():
-            a.box.start_controller(a.kind)
-        for a in made.values():
-            a.box.wait_hv_sync(timeout=120)
-        yield made
-    finally:
-        for a in made.values():
-            a.box.stop()
+    yield from side_by_side(Agent, KINDS)
 
 
 def _wait(agents: dict[str, Agent], frames: set[bytes], n: int, timeout: float) -> None:

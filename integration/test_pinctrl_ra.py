@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from integration.pinctrl_harness import read_pcap_records
+from integration.pinctrl_harness import read_pcap_records, side_by_side
 from integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -70,18 +70,7 @@ class Agent:
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[dict[str, Agent]]:
-    made = {kind: Agent(kind) for kind in KINDS}
-    try:
-        for a in made.values():
-            a.setup()
-        for a in made.values():
-            a.box.start_controller(a.kind)
-        for a in made.values():
-            a.box.wait_hv_sync(timeout=120)
-        yield made
-    finally:
-        for a in made.values():
-            a.box.stop()
+    yield from side_by_side(Agent, KINDS)
 
 
 def _wait(agents: dict[str, Agent], n: int, timeout: float,

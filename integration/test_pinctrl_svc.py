@@ -22,7 +22,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from integration.sandbox import Sandbox
+from integration.pinctrl_harness import side_by_side
+from integration.sandbox import Sandbox, poll_until
 from integration.test_pinctrl_garp import _records
 
 pytestmark = pytest.mark.integration
@@ -122,33 +123,15 @@ class Agent:
 
 @pytest.fixture(scope="module")
 def agents() -> Iterator[dict[str, Agent]]:
-    made = {kind: Agent(kind) for kind in KINDS}
-    try:
-        for a in made.values():
-            a.setup()
-        for a in made.values():
-            a.box.start_controller(a.kind)
-        for a in made.values():
-            a.box.wait_hv_sync(timeout=120)
-        yield made
-    finally:
-        for a in made.values():
-            a.box.stop()
+    yield from side_by_side(Agent, KINDS)
 
 
-def _until(pred: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_probes_replies_and_status_match_c(agents: dict[str, Agent]) -> None:
     probes: dict[str, bytes] = {}
     for kind, a in agents.items():
-        assert _until(lambda: _syns(a.tx("vif1"), "10.0.0.3")
+        assert poll_until(lambda: _syns(a.tx("vif1"), "10.0.0.3")
                       and _syns(a.tx("vif2"), "10.0.0.4"), 30), kind
         syn = _syns(a.tx("vif1"), "10.0.0.3")[-1]
         probes[kind] = syn
@@ -159,7 +142,7 @@ def test_probes_replies_and_status_match_c(agents: dict[str, Agent]) -> None:
         for _attempt in range(3):           # a new probe may overtake the reply
             syn = _syns(a.tx("vif1"), "10.0.0.3")[-1]
             a.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif1", _syn_ack(syn).hex())
-            if _until(lambda: _rsts(a.tx("vif1")), 3):
+            if poll_until(lambda: _rsts(a.tx("vif1")), 3):
                 break
         rst = _rsts(a.tx("vif1"))[-1]
         seq = struct.unpack_from("!I", syn, 38)[0]
@@ -202,7 +185,7 @@ def _port_unreachable(probe: bytes) -> bytes:
 def test_udp_and_ipv6_monitors_match_c(agents: dict[str, Agent]) -> None:
     probes: dict[str, tuple[bytes, bytes]] = {}
     for kind, a in agents.items():
-        assert _until(lambda: _udps(a.tx("vif3")) and _udps(a.tx("vif4"))
+        assert poll_until(lambda: _udps(a.tx("vif3")) and _udps(a.tx("vif4"))
                       and _ip6_syns(a.tx("vif5")), 30), kind
         probes[kind] = (_udps(a.tx("vif3"))[-1], _ip6_syns(a.tx("vif5"))[-1])
     c_udp, c_v6 = probes["c"]
