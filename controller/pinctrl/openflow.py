@@ -20,6 +20,7 @@ from ofctrl import messages as m
 from ofctrl.fields import Subfield, field as get_field
 from ofctrl.match import Match
 from ofctrl.ofpacts import OFPP_CONTROLLER, Resubmit, SetField
+from ofctrl.ofpacts.base import oxm_header
 from controller.pinctrl.packet_in import (
     NXPINT_CONTINUATION, NXPINT_COOKIE, NXPINT_METADATA, NXPINT_PACKET,
     NXPINT_REASON, NXPINT_TABLE_ID, MetadataItem, PacketIn, encode_metadata)
@@ -29,7 +30,22 @@ __all__ = ["packet_out", "reload_metadata", "po_nested", "po_inject", "resume",
 
 _CONTROLLER_MATCH = Match([("in_port", 0xFFFD, None)]).encode()
 _PO = struct.Struct("!IH2x")
-_RELOAD_FIELDS = tuple("reg%d" % i for i in range(16)) + ("metadata",)
+
+
+def _set_field_template(name: str) -> tuple[str, bytes, int, bytes]:
+    """(field, bytes before the value, value width, bytes after it) of an exact
+    ``set_field`` of ``name``, cut out of what :class:`SetField` encodes."""
+    f = get_field(name)
+    n_bytes = f.n_bytes
+    wire = SetField(name, 0).encode()
+    value_ofs = 4 + len(oxm_header(f))          # OFPAT_SET_FIELD header, OXM header
+    return name, wire[:value_ofs], n_bytes, wire[value_ofs + n_bytes:]
+
+
+# reload_metadata() runs for every PO-N: per field the fixed bytes around
+# the value are precomputed, so a reload is a few dict lookups and joins.
+_RELOAD_TEMPLATES = tuple(_set_field_template(name) for name in
+                          tuple("reg%d" % i for i in range(16)) + ("metadata",))
 
 
 def packet_out(frame: bytes, actions: bytes, xid: int = 0, in_port: int | None = None) -> bytes:
@@ -55,11 +71,12 @@ def resubmit_controller(table: int) -> bytes:
 def reload_metadata(pin: PacketIn) -> bytes:
     """set_field actions for reg0..reg15 then metadata, each only when present
     and nonzero in ``pin`` (an absent value is zero, the pipeline default)."""
+    values = pin.values
     out = []
-    for name in _RELOAD_FIELDS:
-        value = pin.reg(name)
+    for name, head, n_bytes, tail in _RELOAD_TEMPLATES:
+        value = values.get(name)
         if value:
-            out.append(SetField(name, value).encode())
+            out += (head, value.to_bytes(n_bytes, "big"), tail)
     return b"".join(out)
 
 

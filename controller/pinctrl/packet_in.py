@@ -63,19 +63,18 @@ class PacketIn:
     userdata: bytes
     continuation: bytes | None
     properties: bytes
-    _by_name: dict[str, tuple[int, int | None]] = field(
-        init=False, repr=False, compare=False, hash=False)
+    values: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_name", {n: (v, m) for n, v, m in self.metadata})
+        object.__setattr__(self, "values", {n: v for n, v, _m in self.metadata})
 
     def reg(self, name: str) -> int:
         """Value of metadata field ``name`` (``reg14``, ``metadata``, ``xreg0``,
         ``xxreg0``...), 0 when absent; wide registers are composed of their
         32-bit parts, the lower-numbered register most significant."""
-        item = self._by_name.get(name)
-        if item is not None:
-            return item[0]
+        value = self.values.get(name)
+        if value is not None:
+            return value
         if name.startswith("xxreg") or name.startswith("xreg"):
             try:
                 n_regs = FIELDS[name].n_bits // 32
@@ -84,14 +83,13 @@ class PacketIn:
             base = int(name.lstrip("x")[3:]) * n_regs
             value = 0
             for k in range(n_regs):
-                part = self._by_name.get("reg%d" % (base + k))
-                value = (value << 32) | (part[0] if part is not None else 0)
+                value = (value << 32) | self.values.get("reg%d" % (base + k), 0)
             return value
         return 0
 
     def has(self, name: str) -> bool:
         """Whether the packet-in metadata carries field ``name``."""
-        return name in self._by_name
+        return name in self.values
 
     @property
     def opcode(self) -> int:
@@ -113,64 +111,96 @@ _FOLDED = frozenset(("vlan_vid", "vlan_pcp", "dl_vlan", "dl_vlan_pcp", "ip_dscp"
                      "tcp_flags", "arp_op"))
 
 
+# How one OXM header (with its experimenter id) is read, worked out once per
+# distinct header by _plan_oxm() and kept in _PLANS: (kind, name, width, all-ones
+# mask of the width).  The header fixes the field, masking and length, so every
+# check but the truncation ones is done there.
+_PLAIN, _FOLD, _XREG, _IN_PORT, _SKIP = range(5)
+_Plan = tuple[int, str, int, int]
+_PLANS: dict[int, _Plan] = {}
+_PLANS_MAX = 4096
+_U32 = struct.Struct("!I")
+
+
+def _plan_oxm(hdr: int, exp: int | None) -> _Plan:
+    masked, length = bool(hdr & 0x100), hdr & 0xFF
+    if exp is not None:
+        length -= 4
+    f = field_by_header(hdr >> 16, (hdr >> 9) & 0x7F, exp)
+    if f is None or length == 0:
+        return (_SKIP, "", 0, 0)          # loose: a field we do not know
+    width = length // 2 if masked else length
+    if masked and width * 2 != length:
+        raise PacketInError("odd masked OXM length %d for %s" % (length, f.name))
+    if not f.variable and width != f.n_bytes:
+        raise PacketInError("bad OXM width %d for %s" % (width, f.name))
+    name = f.name
+    kind = (_XREG if name.startswith("xreg") else _IN_PORT if name == "in_port_oxm"
+            else _FOLD if name in _FOLDED else _PLAIN)
+    return (kind, name, width, (1 << (8 * width)) - 1)
+
+
 def _decode_metadata(data: bytes) -> tuple[MetadataItem, ...]:
     items: list[MetadataItem] = []
+    append = items.append
+    plans = _PLANS
     fold = False
     ofs, end = 0, len(data)
     while ofs < end:
         if ofs + 4 > end:
             raise PacketInError("truncated OXM header in metadata")
-        hdr = int.from_bytes(data[ofs:ofs + 4], "big")
-        oxm_class, oxm_field = hdr >> 16, (hdr >> 9) & 0x7F
-        masked, length = bool(hdr & 0x100), hdr & 0xFF
+        hdr = _U32.unpack_from(data, ofs)[0]
+        length = hdr & 0xFF
         ofs += 4
+        key = hdr
         exp = None
-        if oxm_class == 0xFFFF:
+        if hdr >> 16 == 0xFFFF:
             if ofs + 4 > end or length < 4:
                 raise PacketInError("truncated experimenter OXM in metadata")
-            exp = int.from_bytes(data[ofs:ofs + 4], "big")
+            exp = _U32.unpack_from(data, ofs)[0]
+            key = (hdr << 32) | exp
             ofs += 4
             length -= 4
         if ofs + length > end:
             raise PacketInError("truncated OXM payload in metadata")
-        body = data[ofs:ofs + length]
+        start = ofs
         ofs += length
-        f = field_by_header(oxm_class, oxm_field, exp)
-        if f is None or length == 0:
-            continue                    # loose: a field we do not know
-        width = length // 2 if masked else length
-        if masked and width * 2 != length:
-            raise PacketInError("odd masked OXM length %d for %s" % (length, f.name))
-        if not f.variable and width != f.n_bytes:
-            raise PacketInError("bad OXM width %d for %s" % (width, f.name))
-        value = int.from_bytes(body[:width], "big")
-        mask = int.from_bytes(body[width:], "big") if masked else None
-        name = f.name
-        if name.startswith("xreg"):             # OF1.5 registers: pairs of 32-bit regs
-            base = 2 * int(name[4:])
-            full = 0xFFFFFFFF
-            for k, shift in ((0, 32), (1, 0)):
-                part_mask = full if mask is None else (mask >> shift) & full
-                if part_mask:
-                    v = (value >> shift) & part_mask
-                    items.append(("reg%d" % (base + k), v,
-                                  None if part_mask == full else part_mask))
+        plan = plans.get(key)
+        if plan is None:
+            plan = _plan_oxm(hdr, exp)
+            if len(plans) < _PLANS_MAX:
+                plans[key] = plan
+        kind, name, width, full = plan
+        if kind == _SKIP:
             continue
-        if name == "in_port_oxm":
+        value = int.from_bytes(data[start:start + width], "big")
+        if not hdr & 0x100:
+            mask = None
+        else:
+            mask = int.from_bytes(data[start + width:ofs], "big")
+        if kind == _PLAIN:
+            if mask is not None:
+                if mask == full:
+                    mask = None
+                elif not mask:
+                    continue
+                else:
+                    value &= mask
+            append((name, value, mask))
+        elif kind == _XREG:             # OF1.5 registers: pairs of 32-bit regs
+            base = 2 * int(name[4:])
+            for k, shift in ((0, 32), (1, 0)):
+                part_mask = 0xFFFFFFFF if mask is None else (mask >> shift) & 0xFFFFFFFF
+                if part_mask:
+                    append(("reg%d" % (base + k), (value >> shift) & part_mask,
+                            None if part_mask == 0xFFFFFFFF else part_mask))
+        elif kind == _IN_PORT:
             if value >= 0xFFFFFFFF or 0xFF00 <= value < 0xFFFFFF00:
                 raise PacketInError("in_port %#x outside the range OVS maps" % value)
-            items.append(("in_port", value - 0xFFFF0000 if value >= 0xFF00 else value, None))
-            continue
-        if name in _FOLDED:
+            append(("in_port", value - 0xFFFF0000 if value >= 0xFF00 else value, None))
+        else:
             fold = True
-        elif mask is not None:
-            if mask == (1 << (8 * width)) - 1:
-                mask = None
-            elif not mask:
-                continue
-            else:
-                value &= mask
-        items.append((name, value, mask))
+            append((name, value, mask))
     if not fold:
         return tuple(items)
     try:
