@@ -72,7 +72,7 @@ def reload_metadata(pin: PacketIn) -> bytes:
     """set_field actions for reg0..reg15 then metadata, each only when present
     and nonzero in ``pin`` (an absent value is zero, the pipeline default)."""
     values = pin.values
-    out = []
+    out: list[bytes] = []
     for name, head, n_bytes, tail in _RELOAD_TEMPLATES:
         value = values.get(name)
         if value:

@@ -140,6 +140,14 @@ def _plan_oxm(hdr: int, exp: int | None) -> _Plan:
     return (kind, name, width, (1 << (8 * width)) - 1)
 
 
+# Decoded METADATA properties by their bytes: a storm of packet-ins from one
+# flow repeats the same registers, so most decodes are one dict lookup.  The
+# decoded tuples are immutable and shared; only well-formed ones are kept, and
+# the dict is emptied when it reaches its bound.
+_METADATA_SEEN: dict[bytes, tuple[MetadataItem, ...]] = {}
+_METADATA_SEEN_MAX = 1024
+
+
 def _decode_metadata(data: bytes) -> tuple[MetadataItem, ...]:
     items: list[MetadataItem] = []
     append = items.append
@@ -283,7 +291,13 @@ def decode_packet_in2(msg: bytes) -> PacketIn:
                 raise PacketInError("bad reason property length %d" % plen)
             reason = body[0]
         elif ptype == NXPINT_METADATA:
-            metadata = _decode_metadata(body)
+            known = _METADATA_SEEN.get(body)
+            if known is None:
+                known = _decode_metadata(body)
+                if len(_METADATA_SEEN) >= _METADATA_SEEN_MAX:
+                    _METADATA_SEEN.clear()
+                _METADATA_SEEN[body] = known
+            metadata = known
         elif ptype == NXPINT_USERDATA:
             userdata = body
         elif ptype == NXPINT_CONTINUATION:
