@@ -44,7 +44,8 @@ from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, ch
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
-from controller.features import Features, from_capabilities
+from controller import features as featmod
+from controller.features import Features
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
 from controller import idl_fastpath, memory
@@ -153,6 +154,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         self._bfd_dirty = True
         self._encaps_dirty = True
         self.features: Features | None = None
+        self._feature_probe = featmod.FeatureProbe()
         self._meter_support: bool | None = None
         self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
 
@@ -320,9 +322,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                          self.chassis, self.st.rt.local_datapaths, br_int,
                          self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
-    def _features_run(self, caps: dict[str, str]) -> None:
+    def _features_run(self, caps: dict[str, str], br_name: str | None) -> None:
         """OVS datapath features that change flow encodings (lib/features.c)."""
-        feats = from_capabilities(caps, bool(self._meter_support))
+        target = f"unix:{_ovs_rundir()}/{br_name}.mgmt" if br_name else None
+        feats = self._feature_probe.run(caps, bool(self._meter_support), target)
         if feats != self.features:
             if self.features is not None:
                 self.engine.set_force_recompute("OVS feature set changed, force recompute.")
@@ -403,7 +406,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if ovs_row is not None:
             dp = br_datapath(self.ovs.txn, self.ovs.idl.tables, ovs_row, br_int,
                              knobs["ovn-bridge-datapath-type"])
-            self._features_run(dict(dp.capabilities) if dp is not None else {})
+            self._features_run(dict(dp.capabilities) if dp is not None else {},
+                               br_int.name if br_int is not None else None)
         if self.exiting and not self.restart and knobs["ovn-cleanup-on-exit"]:
             self._cleanup_step(sb, br_int)
         elif self.exiting:

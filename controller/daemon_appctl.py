@@ -67,6 +67,16 @@ class AppctlApi:
     def dump_local_bindings(self) -> str:
         return self.st.rt.dump_local_bindings()
 
+    def local_template_vars(self) -> dict[str, str]:
+        """This chassis's Chassis_Template_Var variables (empty without a chassis)."""
+        me = self.chassis
+        if me is None:
+            return {}
+        for row in self._sb_table("Chassis_Template_Var").values():
+            if row.chassis == me.name:
+                return dict(row.variables)
+        return {}
+
     def force_recompute(self) -> None:
         self.engine.trigger_recompute()
         self._wake = True
