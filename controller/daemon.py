@@ -19,11 +19,16 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
 The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
 tables handed to ofctrl are the data of its ``lflow_output`` and
 ``pflow_output`` nodes.
+
+Parts kept in their own modules, as mixins of :class:`Daemon` (state created
+here, in ``__init__``): the ``ovn-appctl`` methods
+(:mod:`controller.daemon_appctl`), when SB monitor conditions are sent
+(:mod:`controller.daemon_monitors`) and profiling, the iteration timeline and
+GC tuning (:mod:`controller.daemon_profile`).
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from typing import Any
@@ -39,10 +44,14 @@ from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, ch
 from controller.coverage import COVERAGE
 from controller.encaps import Encaps, encaps_cleanup
 from controller.engine import State
-from controller.features import Features, from_capabilities
+from controller import features as featmod
+from controller.features import Features
 from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
 from controller.engine_nodes import AgentState, agent_nodes
 from controller import idl_fastpath, memory
+from controller.daemon_appctl import AppctlApi
+from controller.daemon_monitors import SbMonitors
+from controller.daemon_profile import DevProfile, gc_after_startup, gc_startup, start_profile
 from controller.if_status import IfStatusMgr
 from controller.knobs import Knobs, chassis_name as resolve_chassis_name
 from controller.lflow_output import LflowOutput
@@ -83,7 +92,7 @@ def _override_file() -> str:
     return os.path.join(os.environ.get("OVN_SYSCONFDIR", "/etc/ovn"), "system-id-override")
 
 
-class Daemon:
+class Daemon(AppctlApi, SbMonitors, DevProfile):
     def __init__(self, options: Any) -> None:
         self.options = options
         self.ovs = dbmod.open_ovs(getattr(options, "ovs_remote", None))
@@ -145,100 +154,9 @@ class Daemon:
         self._bfd_dirty = True
         self._encaps_dirty = True
         self.features: Features | None = None
+        self._feature_probe = featmod.FeatureProbe()
         self._meter_support: bool | None = None
         self.pinctrl: Any = None      # controller.pinctrl.agent.Pinctrl, once br-int is known
-
-    # ------------------------------------------------------------ Agent API
-    def request_exit(self, restart: bool) -> None:
-        self.exiting = True
-        self.restart = restart
-        self._wake = True
-
-    def sb_connected(self) -> bool:
-        return self.sb is not None and self.sb.connected
-
-    def ct_zone_list(self) -> str:
-        return self.st.ct.list_text()
-
-    def dump_local_bindings(self) -> str:
-        return self.st.rt.dump_local_bindings()
-
-    def force_recompute(self) -> None:
-        self.engine.trigger_recompute()
-        self._wake = True
-
-    def set_delay_nb_cfg_report(self, seconds: int) -> None:
-        self.nb_cfg.delay_report_s = seconds
-
-    def lflow_cache_stats(self) -> str:
-        return str(self.lflow.cache.stats_text())
-
-    def lflow_cache_flush(self) -> None:
-        log.info("User triggered lflow cache flush.")
-        self.lflow.cache.flush()
-        self.force_recompute()
-
-    def conj_ids_dump(self) -> str:
-        return str(self.lflow.conj_ids_dump())
-
-    def extend_table_list(self, which: str) -> str:
-        table = self.groups if which == "group" else self.meters
-        items = sorted((e.name, e.table_id) for e in table.existing.values())
-        return "".join(f"{name}: {tid}\n" for name, tid in items)
-
-    def sb_cluster_state_reset(self) -> None:
-        """Forget the raft index seen so far (the SB cluster was rebuilt)."""
-        if self.sb is not None:
-            self.sb.idl._min_index = 0
-            self.sb.force_reconnect()
-        self.engine.set_force_recompute("SB cluster state reset, force recompute.")
-        self._wake = True
-
-    def ignore_startup_delay(self) -> None:
-        self.startup.ignore = True
-
-    def _trace_iteration(self) -> None:
-        ls = self.loop_stats
-        assert self._timeline is not None
-        stages = " ".join(f"{k}={v:.0f}" for k, v in ls.stages_last.items())
-        recomputed = [f"{n.name}:{n.stats.recompute}" for n in self.engine.nodes
-                      if n.name in ("runtime_data", "lflow_output", "pflow_output")]
-        self._timeline.write(
-            f"t={time.monotonic() - ls.started:.3f} it={ls.last_ms:.0f}ms {stages} "
-            f"cpu={sum(os.times()[:2]):.2f} force={self.engine.force_recompute} "
-            f"ran={self._engine_ran} recomputed={','.join(recomputed)} "
-            f"sb_settled={self.sb.conditions_settled() if self.sb else None} "
-            f"gauges={ls.gauges}\n")
-
-    def restart_profile(self) -> None:
-        """(``inc-engine/clear-stats``) profile afresh into FILE.steady."""
-        if self.profile is not None:
-            import cProfile
-            self.profile.disable()
-            self._profile_path = os.environ["OVN_CONTROLLER_PY_PROFILE"] + ".steady"
-            self.profile = cProfile.Profile()
-            self.profile.enable()
-
-    def dump_profile(self, restart: bool = False) -> None:
-        """Write the profile; `restart`: then profile afresh into FILE.steady
-        (what follows the first complete install)."""
-        prof = self.profile
-        if prof is None:
-            return
-        prof.disable()
-        prof.dump_stats(self._profile_path)
-        if restart:
-            import cProfile
-            self._profile_path = os.environ["OVN_CONTROLLER_PY_PROFILE"] + ".steady"
-            self.profile = cProfile.Profile()
-            self.profile.enable()
-
-    def wake(self) -> None:
-        self._wake = True
-
-    def memory_report(self) -> str:
-        lf, pf, _, _ = self._desired_tables()
-        return memory.format_usage(memory.agent_usage(self, (lf, pf))) + "\n"
 
     # ------------------------------------------------------------ helpers
     def _sb_meters(self) -> dict[str, Any]:
@@ -350,12 +268,7 @@ class Daemon:
             self.sb_remote = remote
             self._sb_loaded = False
             self.monitor_key = None
-            # Initial conditions go out with the first monitor request (as the C
-            # agent's early update_sb_monitors()), so the first load does not
-            # fetch every logical flow of the cloud.
-            self.sb.set_conditions(dbmod.sb_monitor_conditions(
-                None, None, (), (), bool(knobs["ovn-monitor-all"])))
-            self.expected_cond_seqno = 0
+            self._initial_monitors(knobs)
             # Table nodes of the engine read the new tracker.
             for n in self.engine.nodes:
                 if n.name.startswith("SB_") and hasattr(n, "tracker"):
@@ -409,51 +322,10 @@ class Daemon:
                          self.chassis, self.st.rt.local_datapaths, br_int,
                          self._ovs_ports_changed(), frozenset(self.st.rt.active_tunnels))
 
-    def inject_pkt(self, microflow: str) -> str | None:
-        """``inject-pkt MICROFLOW``: None when injected, else the error reply."""
-        if self.pinctrl is None or self.br_int is None or self.chassis is None:
-            return "ovn-controller not ready."
-        result: str | None = self.pinctrl.inject(microflow, self.br_int, self._sb_table)
-        return result
-
-    def _early_monitors(self, knobs: Knobs, br_int: Any) -> None:
-        """Before the chassis exists, already ask for the Port_Bindings of the
-        VIFs on br-int so the first binding pass sees them."""
-        assert self.sb is not None
-        ids = set()
-        for port in br_int.ports:
-            for iface in port.interfaces:
-                try:
-                    iid = iface.external_ids.get("iface-id")
-                except AttributeError:
-                    continue
-                if iid:
-                    ids.add(iid)
-        key = ("early", frozenset(ids), bool(knobs["ovn-monitor-all"]))
-        if key == self.monitor_key:
-            return
-        self.monitor_key = key
-        self.expected_cond_seqno = self.sb.set_conditions(dbmod.sb_monitor_conditions(
-            None, None, ids, (), bool(knobs["ovn-monitor-all"])))
-
-    def _update_monitors(self, knobs: Knobs) -> None:
-        assert self.sb is not None
-        rt = self.st.rt
-        ch = self.chassis
-        key = (ch.uuid if ch is not None else None, frozenset(rt.local_lports),
-               frozenset(rt.local_datapaths), bool(knobs["ovn-monitor-all"]))
-        if key == self.monitor_key:
-            return
-        self.monitor_key = key
-        conds = dbmod.sb_monitor_conditions(ch.name if ch is not None else None,
-                                            ch.uuid if ch is not None else None,
-                                            rt.local_lports, rt.local_datapaths,
-                                            bool(knobs["ovn-monitor-all"]))
-        self.expected_cond_seqno = self.sb.set_conditions(conds)
-
-    def _features_run(self, caps: dict[str, str]) -> None:
+    def _features_run(self, caps: dict[str, str], br_name: str | None) -> None:
         """OVS datapath features that change flow encodings (lib/features.c)."""
-        feats = from_capabilities(caps, bool(self._meter_support))
+        target = f"unix:{_ovs_rundir()}/{br_name}.mgmt" if br_name else None
+        feats = self._feature_probe.run(caps, bool(self._meter_support), target)
         if feats != self.features:
             if self.features is not None:
                 self.engine.set_force_recompute("OVS feature set changed, force recompute.")
@@ -534,7 +406,8 @@ class Daemon:
         if ovs_row is not None:
             dp = br_datapath(self.ovs.txn, self.ovs.idl.tables, ovs_row, br_int,
                              knobs["ovn-bridge-datapath-type"])
-            self._features_run(dict(dp.capabilities) if dp is not None else {})
+            self._features_run(dict(dp.capabilities) if dp is not None else {},
+                               br_int.name if br_int is not None else None)
         if self.exiting and not self.restart and knobs["ovn-cleanup-on-exit"]:
             self._cleanup_step(sb, br_int)
         elif self.exiting:
@@ -721,7 +594,7 @@ class Daemon:
                 if self.loop_stats.first_install_ms is None:
                     self.loop_stats.first_install_done()
                     self.dump_profile(restart=True)
-                    _gc_after_startup()
+                    gc_after_startup()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]
             sw.start()
@@ -803,44 +676,10 @@ class Daemon:
             self.unixctl.close()
 
 
-# Cyclic GC during start-up: the agent builds hundreds of thousands of
-# long-lived objects (IDL rows, compiled flows, desired/installed tables) and
-# makes almost no cyclic garbage; every generation-2 pass rescans all of them.
-# Collections stay rare until the first complete install, then the start-up
-# heap is frozen (moved out of the collector's view) and the usual rhythm
-# resumes for the incremental phase.  No collection before the freeze: at
-# seed-500 a full pass over that heap costs ~1 s of CPU (in the iteration of
-# the first complete install, delaying the port-up commit) and frees nothing
-# (measured: 0 objects; ~700 in all the start-up collections together).
-STARTUP_GC_THRESHOLD = (200_000, 50, 1000)
-STEADY_GC_THRESHOLD = (20_000, 20, 20)
-
-
-def _gc_startup() -> None:
-    gc.set_threshold(*STARTUP_GC_THRESHOLD)
-
-
-def _gc_after_startup() -> None:
-    gc.freeze()
-    gc.set_threshold(*STEADY_GC_THRESHOLD)
-
-
-def _start_profile() -> Any:
-    """``OVN_CONTROLLER_PY_PROFILE=FILE``: cProfile the agent up to the first
-    complete install into FILE, the rest (until exit) into FILE.steady (dev aid)."""
-    path = os.environ.get("OVN_CONTROLLER_PY_PROFILE")
-    if not path:
-        return None
-    import cProfile
-    prof = cProfile.Profile()
-    prof.enable()
-    return prof
-
-
 def run(options: Any) -> int:
-    prof = _start_profile()
+    prof = start_profile()
     idl_fastpath.install()
-    _gc_startup()
+    gc_startup()
     d = Daemon(options)
     d.profile = prof
     d.unixctl = create_server(d, getattr(options, "unixctl", None))

@@ -48,6 +48,7 @@ class Agent(Protocol):
     def extend_table_list(self, which: str) -> str: ...
     def sb_cluster_state_reset(self) -> None: ...
     def inject_pkt(self, microflow: str) -> str | None: ...
+    def local_template_vars(self) -> dict[str, str]: ...
 
 
 def version_reply() -> str:
@@ -190,6 +191,12 @@ def _inject_pkt(agent: Agent, microflow: str) -> str:
     return ""
 
 
+def _dump_local_template_vars(agent: Agent) -> str:
+    tvars = agent.local_template_vars()
+    return "Local template vars:\n" + "".join(
+        f"name: '{name}' value: '{tvars[name]}'\n" for name in sorted(tvars))
+
+
 def _list_commands(agent: Agent) -> str:
     out = ["The available commands are:"]
     for name in sorted(ovs.unixctl.commands):
@@ -242,6 +249,7 @@ COMMANDS: dict[str, tuple[str, int, int, Callable[..., str | None]]] = {
     "lflow-cache/show-stats": ("", 0, 0, lambda a: a.lflow_cache_stats()),
     "lflow-cache/flush": ("", 0, 0, _lflow_cache_flush),
     "flush-lflow-cache": ("[deprecated]", 0, 0, _lflow_cache_flush),
+    "debug/dump-local-template-vars": ("", 0, 0, _dump_local_template_vars),
     "debug/dump-lflow-conj-ids": ("", 0, 0, lambda a: a.conj_ids_dump()),
     "group-table-list": ("", 0, 0, lambda a: a.extend_table_list("group")),
     "meter-table-list": ("", 0, 0, lambda a: a.extend_table_list("meter")),

@@ -92,9 +92,7 @@ def test_list_commands_has_c_commands_with_c_usage(
     def commands(text: str) -> dict[str, str]:
         return {line.split()[0]: line for line in text.splitlines()[1:]}
     c, py = commands(both["c"][2]), commands(both["py"][2])
-    # registered by other parts of the agent (pinctrl, template vars)
-    not_here = {"inject-pkt", "debug/dump-local-template-vars"}
-    missing = set(c) - set(py) - not_here
+    missing = set(c) - set(py)
     assert not missing
     for name in set(c) & set(py):
         assert py[name] == c[name], name
