@@ -10,6 +10,16 @@ Pure functions returning whole messages.  Shapes (pinctrl-anatomy §2.4):
   a new packet and a result bit written into the metadata.
 
 Every packet-out matches ``in_port=CONTROLLER`` and uses no buffer.
+
+Design note (hot path): :func:`reload_metadata` runs for every PO-N answer
+and was ~13-16 us (SetField objects built and encoded per register).  The
+bytes around each register's value are now cut once from SetField's own
+encoding, so a reload is lookups, ``int.to_bytes`` and one join, and the
+result is kept on the PacketIn (ARP asks twice): ~1.2 us.  Whole dispatch
+of a reject (TCP RST) / arp packet-in, decode included: ~36 / ~46-51 us
+before, ~11 / ~11-14 us after with repeating metadata, ~21 us (arp) with
+distinct metadata per packet-in (was ~51 us); process CPU time over 20k
+synthetic packet-ins, shared 2-core machine.
 """
 
 from __future__ import annotations
@@ -71,13 +81,18 @@ def resubmit_controller(table: int) -> bytes:
 def reload_metadata(pin: PacketIn) -> bytes:
     """set_field actions for reg0..reg15 then metadata, each only when present
     and nonzero in ``pin`` (an absent value is zero, the pipeline default)."""
+    known = pin.reload_actions
+    if known is not None:
+        return known
     values = pin.values
     out: list[bytes] = []
     for name, head, n_bytes, tail in _RELOAD_TEMPLATES:
         value = values.get(name)
         if value:
             out += (head, value.to_bytes(n_bytes, "big"), tail)
-    return b"".join(out)
+    actions = b"".join(out)
+    object.__setattr__(pin, "reload_actions", actions)
+    return actions
 
 
 def po_nested(pin: PacketIn, frame: bytes, nested: bytes) -> bytes:

@@ -12,6 +12,15 @@ with the ofctrl field registry and normalised through
 and ``in_port_oxm`` becomes ``in_port``); fields this build does not know
 are skipped (loose).  Anything structurally wrong raises
 :class:`PacketInError` and nothing else: the service counts and drops it.
+
+Fast path (profiled: decode was ~10 us of a 36-51 us reject/arp dispatch).
+Each distinct OXM header is resolved once into a plan (field, width, kind)
+kept in a bounded dict, so per item only the value bytes are read; and a
+whole METADATA property is remembered by its bytes (bounded, emptied when
+full), since a storm from one flow repeats the same registers.  Decode went
+from ~10 us to ~3 us when the metadata repeats, ~9 us (was ~11) when it does not
+(synthetic 10-field metadata, process CPU time, shared 2-core machine;
+tests/pinctrl/test_core_fastpath.py checks both against a plain reader).
 """
 
 from __future__ import annotations
@@ -64,6 +73,9 @@ class PacketIn:
     continuation: bytes | None
     properties: bytes
     values: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    # openflow.reload_metadata()'s answer, kept by it (ARP asks twice).
+    reload_actions: bytes | None = field(init=False, default=None, repr=False, compare=False,
+                                         hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", {n: v for n, v, _m in self.metadata})
