@@ -61,7 +61,7 @@ class Pinctrl:
         self.garp = GarpAnnouncer(notify=self.service.wake)
         self.service.add_periodic(self.garp)
         self.svc_monitors = SvcMonitors(notify_service=self.service.wake,
-                                        notify_main=getattr(self.service, "_notify_main", None))
+                                        notify_main=self.service.notify_main)
         self.service.add_periodic(self.svc_monitors)
         attach(self.svc_monitors)
         self._svc_key: Any = False

@@ -27,12 +27,11 @@ from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
 from controller.vlog import INFO, get_logger
 from ofctrl.fields import format_ipv4, format_mac
+from physical.constants import T_LOG_EGRESS
 from ofctrl.match import Match
 
-__all__ = ["flow_items", "flow_format", "ipv6_format_mapped", "OFTABLE_LOG_EGRESS_PIPELINE",
-           "MAX_MAC_BINDING_DELAY_MS"]
+__all__ = ["flow_items", "flow_format", "ipv6_format_mapped", "MAX_MAC_BINDING_DELAY_MS"]
 
-OFTABLE_LOG_EGRESS_PIPELINE = 42
 MAX_MAC_BINDING_DELAY_MS = 50
 EVENT_EMPTY_LB_BACKENDS = 0
 _EVENT_OPTIONS = {1: "vip", 2: "protocol", 3: "load_balancer"}
@@ -134,7 +133,7 @@ def acl_log(pin: PacketIn, view: LocalView) -> Outcome:
     if len(data) < 2:
         return Outcome(intents=[LogIntent("acl_log", "warn", "log data missing")])
     name = data[2:].decode("utf-8", "replace") if len(data) > 2 else "<unnamed>"
-    direction = "from-lport" if pin.table_id < OFTABLE_LOG_EGRESS_PIPELINE else "to-lport"
+    direction = "from-lport" if pin.table_id < T_LOG_EGRESS else "to-lport"
     text = "name=%s, verdict=%s, severity=%s, direction=%s: %s" % (
         _json_escape(name), _VERDICTS.get(data[0], "<unknown>"),
         _SEVERITIES.get(data[1], "<unknown>"), direction, flow_format(pin.packet))

@@ -203,7 +203,7 @@ class PinctrlService:
             except (BlockingIOError, OSError):
                 pass
 
-    def _notify_main(self) -> None:
+    def notify_main(self) -> None:
         self.cov.inc("pinctrl_notify_main_thread")
         with self._lock:
             if self._notified:
@@ -342,5 +342,5 @@ class PinctrlService:
                     continue
                 notify |= accepted
         if notify:
-            self._notify_main()
+            self.notify_main()
 
