@@ -54,10 +54,13 @@ def test_unknown_port_binding_type_warned_and_skipped(sandbox_factory: SandboxFa
 
 
 def _tunnel_ofport(box: Sandbox, chassis: str) -> int:
-    out = box.vsctl("--bare", "--columns=name,ofport", "find", "Interface", "type=geneve")
-    words = out.split()
-    for name, ofport in zip(words[::2], words[1::2]):
-        if name.startswith(f"ovn-{chassis}-"):
+    # One CSV row per interface: a port vswitchd has not numbered yet has an empty
+    # ofport, which --bare would print as nothing and so shift every later pair.
+    out = box.vsctl("--format=csv", "--data=bare", "--no-headings",
+                    "--columns=name,ofport", "find", "Interface", "type=geneve")
+    for row in out.splitlines():
+        name, _, ofport = row.partition(",")
+        if name.startswith(f"ovn-{chassis}-") and ofport.strip().lstrip("-").isdigit():
             return int(ofport)
     return 0
 
