@@ -12,7 +12,8 @@ transaction (``sb_writes``), releases buffered packets the new MAC_Bindings
 resolve, and re-plans GARP/RARP announcements when an input may have
 changed (``garp``; the announcer is one of the service's periodic senders),
 and re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
-periodic sender).
+periodic sender), and runs router BFD (``bfd_router.BfdSessions.sync`` every
+iteration, as bfd_monitor_run; the session table is a periodic sender too).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -25,6 +26,7 @@ import uuid as uuidlib
 from typing import Any, Callable, Mapping
 
 from controller.coverage import COVERAGE, Coverage
+from controller.pinctrl import bfd_router
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
@@ -39,6 +41,8 @@ __all__ = ["Pinctrl"]
 log = get_logger("pinctrl")
 _rl_failed = RateLimiter(per_minute=6, burst=1)
 # SB tables GARP planning reads (ports, residency of gateway ports, datapath options).
+_BFD_TABLES = ("BFD", "Port_Binding", "Chassis", "HA_Chassis_Group", "HA_Chassis",
+               "Datapath_Binding")
 _GARP_TABLES = ("Port_Binding", "Chassis", "HA_Chassis_Group", "HA_Chassis",
                 "Gateway_Chassis", "Datapath_Binding")
 
@@ -69,6 +73,13 @@ class Pinctrl:
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
         self._ra_key: Any = ()          # () until the first plan
+        self.bfd = bfd_router.BfdSessions(notify_service=self.service.wake,
+                                          notify_main=self.service.notify_main)
+        self.service.add_periodic(self.bfd)
+        bfd_router.attach(self.bfd)
+        self._bfd_key: Any = None
+        self._bfd_specs: list[bfd_router.BfdSpec] = []
+        self._bfd_rerun = False
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -129,6 +140,24 @@ class Pinctrl:
             svc.send(self.buffered.release(rows, idx.pb_by_name.get))
         self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
         self._run_ra(sb, idx, chassis)
+        self._run_bfd(sb, idx, chassis, active_tunnels)
+
+    def _run_bfd(self, sb: Any, idx: Any, chassis: Any, active_tunnels: frozenset[str]) -> None:
+        """bfd_monitor_run: sessions follow the SB BFD rows every iteration;
+        the rows are re-filtered only when an input changed."""
+        self._bfd_rerun = False
+        if not sb.has_table("BFD"):
+            return
+        t = sb.tracker
+        rows = sb.table("BFD")
+        key = (chassis.uuid if chassis is not None else None, active_tunnels)
+        if key != self._bfd_key or t.reset or any(t.has_changes(n) for n in _BFD_TABLES):
+            self._bfd_key = key
+            self._bfd_specs = bfd_router.bfd_specs(rows.values(), chassis, idx.pb_by_name.get,
+                                                   active_tunnels)
+        writes, self._bfd_rerun = self.bfd.sync(self._bfd_specs, self._had_txn)
+        if writes:
+            self.bfd.write_status(rows, writes)
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
@@ -198,6 +227,8 @@ class Pinctrl:
                 poller.timer_wait_until(at)
             if self.work.has_immediate():       # more than one txn's worth queued
                 poller.immediate_wake()
+        if self._bfd_rerun:     # a new BFD session leaves admin_down on the next run
+            poller.immediate_wake()
         if not self.threaded:
             self.service.wait(poller)
 
