@@ -1,0 +1,253 @@
+"""Router BFD (SB BFD table, ``handle_bfd_msg()``): our agent against the C agent.
+
+Both agents run at once, each in its own sandbox with the same topology: a
+gateway router lr0 pinned here (``options:chassis``, so lrp0 is an
+``l3gateway`` port bound here) with lrp0 00:00:00:00:ff:01 10.0.0.1/24
+2001:db8::1/64 on switch sw0, and a VIF vm1 (10.0.0.2, 2001:db8::2, tx
+pcap) as the BFD peer: two static routes with ``--bfd`` via 10.0.0.2 and
+2001:db8::2 make northd create the NB/SB BFD rows (defaults: min_tx =
+min_rx = 1000 ms, detect_mult 3) and flip their status to ``down``.
+
+The peer is played by the test: it reads the agent's control packets from
+vm1's tx pcap and answers with ``netdev-dummy/receive`` on vm1.
+
+C quirk the test works around: 23.03.1's pinctrl arms no BFD timer on a pass
+that finds nothing due and tests ``next_tx < now`` strictly, so once it is
+woken exactly at a next_tx it stops transmitting (and stops checking the
+detection time) until something else wakes its thread -- measured here: 3
+control packets in 30 s from an idle C agent with two sessions.  Real peers
+wake it with their own packets; the test does the same by sending, while it
+waits, BFD packets whose your_disc (0) matches no session and so change
+nothing.  Our agent does not stall (see ``controller/pinctrl/bfd_router.py``).
+
+Checked, for IPv4 and IPv6 sessions, under both agents:
+* the control packets the agent sends in down, init and up and the F reply
+  to a P packet, every byte but the free ones: the local discriminator
+  (``disc``, drawn at random by each sandbox's northd; checked to be the SB
+  row's ``disc``) and, over IPv6, the UDP checksum that covers it;
+* SB ``status``: down -> init (peer down) -> up (peer up), and back to down
+  once the peer goes silent for the detection time;
+* tx intervals: both agents' gaps lie in C's window (interval minus up to a
+  quarter of jitter, plus loop latency); the measured medians are printed,
+  nothing is asserted tighter than the window.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import statistics
+import struct
+import time
+from collections.abc import Iterator
+from typing import Callable
+
+import pytest
+
+from integration.pinctrl_harness import side_by_side
+from integration.sandbox import Sandbox, poll_until
+from integration.test_pinctrl_garp import _records
+
+pytestmark = pytest.mark.integration
+
+KINDS = ("c", "py")
+LRP_MAC = bytes.fromhex("00000000ff01")
+VM_MAC = bytes.fromhex("505400000002")
+PEER_DISC = 0x0A0B0C0D
+DOWN, INIT, UP = 1, 2, 3
+_NB = [
+    "--", "lr-add", "lr0", "--", "set", "Logical_Router", "lr0", "options:chassis=hv1",
+    "--", "lrp-add", "lr0", "lrp0", "00:00:00:00:ff:01", "10.0.0.1/24", "2001:db8::1/64",
+    "--", "ls-add", "sw0",
+    "--", "lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0", "router",
+    "--", "lsp-set-addresses", "sw0-lr0", "router",
+    "--", "lsp-set-options", "sw0-lr0", "router-port=lrp0",
+    "--", "lsp-add", "sw0", "vm1", "--", "lsp-set-addresses", "vm1",
+    "50:54:00:00:00:02 10.0.0.2 2001:db8::2",
+]
+V4 = ("10.0.0.2", "10.0.0.1")
+V6 = ("2001:db8::2", "2001:db8::1")
+
+
+def _is_bfd(f: bytes, v6: bool) -> bool:
+    if v6:
+        return len(f) >= 86 and f[12:14] == b"\x86\xdd" and f[20] == 17 \
+            and f[56:58] == b"\x0e\xc8"
+    return len(f) >= 66 and f[12:14] == b"\x08\x00" and f[23] == 17 and f[36:38] == b"\x0e\xc8"
+
+
+def _body(f: bytes) -> bytes:
+    return f[62:86] if f[12:14] == b"\x86\xdd" else f[42:66]
+
+
+def _state(f: bytes) -> int:
+    return _body(f)[1] >> 6
+
+
+def _normalised(f: bytes) -> bytes:
+    """The frame without the discriminator drawn by northd (and the IPv6
+    UDP checksum covering it)."""
+    if f[12:14] == b"\x86\xdd":
+        return f[:60] + b"\0\0" + f[62:66] + b"\0" * 4 + f[70:]
+    return f[:46] + b"\0" * 4 + f[50:]
+
+
+def _disc(agent_frame: bytes) -> int:
+    return int(struct.unpack_from("!I", _body(agent_frame), 4)[0])
+
+
+def _peer(v6: bool, state: int, your: int, flags: int = 0) -> bytes:
+    """The peer's control packet (``your`` = the agent's discriminator; 0
+    matches no session: such a packet only wakes the agent's pinctrl)."""
+    msg = struct.pack("!BBBBIIIII", 0x20, (state << 6) | flags, 3, 24, PEER_DISC, your,
+                      1_000_000, 1_000_000, 0)
+    udp = struct.pack("!HHHH", 49999, 3784, 32, 0) + msg
+    if v6:
+        src, dst = (ipaddress.IPv6Address(a).packed for a in V6)
+        ip = struct.pack("!IHBB", 0x60000000, len(udp), 17, 255) + src + dst
+        psum = sum(struct.unpack("!%dH" % ((len(src + dst) + 8) // 2),
+                                 src + dst + struct.pack("!IxxxB", len(udp), 17)))
+        data = udp
+        s = psum + sum(struct.unpack("!%dH" % (len(data) // 2), data))
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        ck = (~s & 0xFFFF) or 0xFFFF
+        return LRP_MAC + VM_MAC + b"\x86\xdd" + ip + udp[:6] + struct.pack("!H", ck) + udp[8:]
+    src4, dst4 = (ipaddress.IPv4Address(a).packed for a in V4)
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 255, 17, 0,
+                      src4, dst4)
+    s = sum(struct.unpack("!10H", hdr))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
+    return LRP_MAC + VM_MAC + b"\x08\x00" + hdr + udp
+
+
+class Agent:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.box = Sandbox(northd=True)
+
+    def setup(self) -> None:
+        self.box.start()
+        self.box.nbctl("--no-wait", *_NB)
+        self.box.nbctl("--no-wait", "--bfd", "lr-route-add", "lr0", "192.168.0.0/24",
+                       "10.0.0.2", "lrp0")
+        self.box.nbctl("--no-wait", "--bfd", "lr-route-add", "lr0", "2001:db9::/64",
+                       "2001:db8::2", "lrp0")
+        self.box.bind_vif("vif1", "vm1", ofport=11, pcap=True)
+        self.box.nbctl("--wait=sb", "sync")
+
+    def records(self, v6: bool) -> list[tuple[float, bytes]]:
+        return [(t, f) for t, f in _records(self.box.run / "vif1-tx.pcap") if _is_bfd(f, v6)]
+
+    def frames(self, v6: bool) -> list[bytes]:
+        return [f for _, f in self.records(v6)]
+
+    def rows(self) -> dict[str, tuple[str, int]]:
+        out = self.box.sbctl("--format=csv", "--no-headings", "--columns=dst_ip,status,disc",
+                             "list", "BFD")
+        rows = {}
+        for line in out.splitlines():
+            ip, status, disc = (f.strip('"') for f in line.split(","))
+            rows[ip] = (status, int(disc))
+        return rows
+
+    def status(self, ip: str) -> str:
+        return self.rows().get(ip, ("", 0))[0]
+
+    def receive(self, frame: bytes) -> None:
+        self.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif1", frame.hex())
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[dict[str, Agent]]:
+    yield from side_by_side(Agent, KINDS)
+
+
+def _wait_state(a: Agent, v6: bool, state: int, feed: bytes, timeout: float = 20.0
+                ) -> bytes | None:
+    """The first frame sent in ``state`` after now, the peer sending ``feed``
+    every 0.25 s meanwhile (C's pinctrl transmits only on a pass something
+    else wakes; see the module note)."""
+    n = len(a.frames(v6))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = [f for f in a.frames(v6)[n:] if _state(f) == state]
+        if new:
+            return new[0]
+        a.receive(feed)
+        time.sleep(0.25)
+    return None
+
+
+def _feed_until(a: Agent, feed: bytes, done: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        a.receive(feed)
+        time.sleep(0.25)
+    return done()
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_session_to_up_and_detection_down_match_c(agents: dict[str, Agent], v6: bool) -> None:
+    ip = (V6 if v6 else V4)[0]
+    wake = _peer(v6, DOWN, 0)
+    seen: dict[str, dict[str, bytes]] = {}
+    statuses: dict[str, list[str]] = {}
+    for kind, a in agents.items():
+        got: dict[str, bytes] = {}
+        assert poll_until(lambda: a.status(ip) == "down", 30), (kind, a.rows())
+        down = _wait_state(a, v6, DOWN, wake)
+        assert down is not None, (kind, a.box.log_tail())
+        disc = _disc(down)
+        assert disc == a.rows()[ip][1], kind           # my_disc is the SB row's disc
+        got["down"] = down
+        hist = ["down"]
+        init = _wait_state(a, v6, INIT, _peer(v6, DOWN, disc))
+        assert init is not None, kind
+        got["init"] = init
+        if _feed_until(a, _peer(v6, DOWN, disc), lambda: a.status(ip) == "init", 15):
+            hist.append("init")
+        up = _wait_state(a, v6, UP, _peer(v6, UP, disc))
+        assert up is not None, kind
+        got["up"] = up
+        _feed_until(a, _peer(v6, UP, disc), lambda: a.status(ip) == "up", 15)
+        hist.append(a.status(ip))
+        # A poll gets an F reply at once.
+        n = len(a.frames(v6))
+        a.receive(_peer(v6, UP, disc, flags=0x20))
+        assert poll_until(lambda: any(_body(f)[1] & 0x10 for f in a.frames(v6)[n:]), 5), kind
+        got["final"] = next(f for f in a.frames(v6)[n:] if _body(f)[1] & 0x10)
+        # Peer silent (only packets matching no session arrive): detection
+        # time 3 x max(1000, 1000) ms, then the status write.
+        if _feed_until(a, wake, lambda: a.status(ip) == "down", 30):
+            hist.append("down")
+        seen[kind] = got
+        statuses[kind] = hist
+    assert statuses["c"] == statuses["py"] == ["down", "init", "up", "down"], statuses
+    for name in ("down", "init", "up", "final"):
+        c, py = seen["c"][name], seen["py"][name]
+        assert _normalised(c) == _normalised(py), (name, c.hex(), py.hex())
+    # What the normalisation hides is what it should: the discriminators differ.
+    assert _disc(seen["c"]["up"]) != _disc(seen["py"]["up"])
+    assert _body(seen["py"]["up"])[8:12] == struct.pack("!I", PEER_DISC)
+
+
+def test_tx_intervals_within_c_window(agents: dict[str, Agent]) -> None:
+    """Down sessions send every max(min_tx, remote min_rx) - [0, 25 %) ms
+    (C: on the first pass after that; the test wakes it every 0.25 s)."""
+    medians: dict[str, float] = {}
+    wake = _peer(False, DOWN, 0)
+    for kind, a in agents.items():
+        assert poll_until(lambda: a.status("10.0.0.2") == "down", 30), kind
+        mark = len(a.records(False))
+        assert _feed_until(a, wake, lambda: len(a.records(False)) >= mark + 10, 40), kind
+        times = [t for t, _ in a.records(False)[mark:]]
+        gaps = [b - t for t, b in zip(times, times[1:])]
+        medians[kind] = statistics.median(gaps)
+        # C's window is [0.75, 1.0] s; allow loop latency on a loaded machine.
+        assert 0.6 <= medians[kind] <= 1.5, (kind, gaps)
+        assert all(0.5 <= g <= 2.5 for g in gaps), (kind, gaps)
+    print("BFD tx median gap (s): " + ", ".join("%s %.3f" % kv for kv in medians.items()))
