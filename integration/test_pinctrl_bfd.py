@@ -251,3 +251,40 @@ def test_tx_intervals_within_c_window(agents: dict[str, Agent]) -> None:
         assert 0.6 <= medians[kind] <= 1.5, (kind, gaps)
         assert all(0.5 <= g <= 2.5 for g in gaps), (kind, gaps)
     print("BFD tx median gap (s): " + ", ".join("%s %.3f" % kv for kv in medians.items()))
+
+
+def _silent(a: Agent, v6: bool, wake: bytes, seconds: float) -> int:
+    """Control packets of the family sent while the test wakes the agent."""
+    n = len(a.frames(v6))
+    _feed_until(a, wake, lambda: False, seconds)
+    return len(a.frames(v6)) - n
+
+
+def test_admin_down_stops_tx_and_row_removal_ends_session(agents: dict[str, Agent]) -> None:
+    """Unreferencing the BFD row makes northd set admin_down (tx stops);
+    referencing it again brings it back to down (tx resumes); deleting the
+    route deletes the row and ends the session.  Runs last: it changes the
+    IPv4 session."""
+    wake = _peer(False, DOWN, 0)
+    resumed: dict[str, bytes] = {}
+    for kind, a in agents.items():
+        route = a.box.nbctl("--bare", "--columns=_uuid", "find",
+                            "Logical_Router_Static_Route", "nexthop=10.0.0.2").strip()
+        bfd = a.box.nbctl("--bare", "--columns=_uuid", "find", "BFD",
+                          "dst_ip=10.0.0.2").strip()
+        a.box.nbctl("clear", "Logical_Router_Static_Route", route, "bfd")
+        assert poll_until(lambda: a.status("10.0.0.2") == "admin_down", 30), (kind, a.rows())
+        _feed_until(a, wake, lambda: False, 1.5)        # a packet may be in flight
+        assert _silent(a, False, wake, 4.0) == 0, kind
+        assert a.frames(True), kind                      # the IPv6 session carries on
+        a.box.nbctl("set", "Logical_Router_Static_Route", route, f"bfd={bfd}")
+        assert poll_until(lambda: a.status("10.0.0.2") == "down", 30), (kind, a.rows())
+        frame = _wait_state(a, False, DOWN, wake)
+        assert frame is not None, kind
+        resumed[kind] = frame
+        a.box.nbctl("lr-route-del", "lr0", "192.168.0.0/24")
+        assert poll_until(lambda: "10.0.0.2" not in a.rows(), 30), (kind, a.rows())
+        _feed_until(a, wake, lambda: False, 1.5)
+        assert _silent(a, False, wake, 4.0) == 0, kind
+    assert _normalised(resumed["c"]) == _normalised(resumed["py"])
+    assert _body(resumed["py"])[8:12] == bytes(4)        # remote disc forgotten
