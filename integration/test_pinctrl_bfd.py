@@ -63,7 +63,19 @@ _NB = [
     "--", "lsp-set-options", "sw0-lr0", "router-port=lrp0",
     "--", "lsp-add", "sw0", "vm1", "--", "lsp-set-addresses", "vm1",
     "50:54:00:00:00:02 10.0.0.2 2001:db8::2",
+    # A distributed router whose gateway port lrp1 has its cr-lrp1 on hv1.
+    "--", "lr-add", "lr1",
+    "--", "lrp-add", "lr1", "lrp1", "00:00:00:00:ff:11", "172.16.0.1/24",
+    "--", "lrp-set-gateway-chassis", "lrp1", "hv1", "10",
+    "--", "ls-add", "ext",
+    "--", "lsp-add", "ext", "ext-lr1", "--", "lsp-set-type", "ext-lr1", "router",
+    "--", "lsp-set-addresses", "ext-lr1", "router",
+    "--", "lsp-set-options", "ext-lr1", "router-port=lrp1",
+    "--", "lsp-add", "ext", "vm2", "--", "lsp-set-addresses", "vm2",
+    "50:54:00:00:00:02 172.16.0.2",
 ]
+DGP = ("172.16.0.2", "172.16.0.1")
+DGP_MAC = bytes.fromhex("00000000ff11")
 V4 = ("10.0.0.2", "10.0.0.1")
 V6 = ("2001:db8::2", "2001:db8::1")
 
@@ -95,7 +107,8 @@ def _disc(agent_frame: bytes) -> int:
     return int(struct.unpack_from("!I", _body(agent_frame), 4)[0])
 
 
-def _peer(v6: bool, state: int, your: int, flags: int = 0) -> bytes:
+def _peer(v6: bool, state: int, your: int, flags: int = 0,
+          v4: tuple[str, str] = ("10.0.0.2", "10.0.0.1"), lrp_mac: bytes = LRP_MAC) -> bytes:
     """The peer's control packet (``your`` = the agent's discriminator; 0
     matches no session: such a packet only wakes the agent's pinctrl)."""
     msg = struct.pack("!BBBBIIIII", 0x20, (state << 6) | flags, 3, 24, PEER_DISC, your,
@@ -111,15 +124,15 @@ def _peer(v6: bool, state: int, your: int, flags: int = 0) -> bytes:
         while s >> 16:
             s = (s & 0xFFFF) + (s >> 16)
         ck = (~s & 0xFFFF) or 0xFFFF
-        return LRP_MAC + VM_MAC + b"\x86\xdd" + ip + udp[:6] + struct.pack("!H", ck) + udp[8:]
-    src4, dst4 = (ipaddress.IPv4Address(a).packed for a in V4)
+        return lrp_mac + VM_MAC + b"\x86\xdd" + ip + udp[:6] + struct.pack("!H", ck) + udp[8:]
+    src4, dst4 = (ipaddress.IPv4Address(a).packed for a in v4)
     hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 255, 17, 0,
                       src4, dst4)
     s = sum(struct.unpack("!10H", hdr))
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
-    return LRP_MAC + VM_MAC + b"\x08\x00" + hdr + udp
+    return lrp_mac + VM_MAC + b"\x08\x00" + hdr + udp
 
 
 class Agent:
@@ -134,14 +147,17 @@ class Agent:
                        "10.0.0.2", "lrp0")
         self.box.nbctl("--no-wait", "--bfd", "lr-route-add", "lr0", "2001:db9::/64",
                        "2001:db8::2", "lrp0")
+        self.box.nbctl("--no-wait", "--bfd", "lr-route-add", "lr1", "0.0.0.0/0",
+                       "172.16.0.2", "lrp1")
         self.box.bind_vif("vif1", "vm1", ofport=11, pcap=True)
+        self.box.bind_vif("vif2", "vm2", ofport=12, pcap=True)
         self.box.nbctl("--wait=sb", "sync")
 
-    def records(self, v6: bool) -> list[tuple[float, bytes]]:
-        return [(t, f) for t, f in _records(self.box.run / "vif1-tx.pcap") if _is_bfd(f, v6)]
+    def records(self, v6: bool, vif: str = "vif1") -> list[tuple[float, bytes]]:
+        return [(t, f) for t, f in _records(self.box.run / f"{vif}-tx.pcap") if _is_bfd(f, v6)]
 
-    def frames(self, v6: bool) -> list[bytes]:
-        return [f for _, f in self.records(v6)]
+    def frames(self, v6: bool, vif: str = "vif1") -> list[bytes]:
+        return [f for _, f in self.records(v6, vif)]
 
     def rows(self) -> dict[str, tuple[str, int]]:
         out = self.box.sbctl("--format=csv", "--no-headings", "--columns=dst_ip,status,disc",
@@ -155,8 +171,8 @@ class Agent:
     def status(self, ip: str) -> str:
         return self.rows().get(ip, ("", 0))[0]
 
-    def receive(self, frame: bytes) -> None:
-        self.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "vif1", frame.hex())
+    def receive(self, frame: bytes, vif: str = "vif1") -> None:
+        self.box.appctl("ovs-vswitchd", "netdev-dummy/receive", vif, frame.hex())
 
 
 @pytest.fixture(scope="module")
@@ -164,28 +180,29 @@ def agents() -> Iterator[dict[str, Agent]]:
     yield from side_by_side(Agent, KINDS)
 
 
-def _wait_state(a: Agent, v6: bool, state: int, feed: bytes, timeout: float = 20.0
-                ) -> bytes | None:
+def _wait_state(a: Agent, v6: bool, state: int, feed: bytes, timeout: float = 20.0,
+                vif: str = "vif1") -> bytes | None:
     """The first frame sent in ``state`` after now, the peer sending ``feed``
     every 0.25 s meanwhile (C's pinctrl transmits only on a pass something
     else wakes; see the module note)."""
-    n = len(a.frames(v6))
+    n = len(a.frames(v6, vif))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = [f for f in a.frames(v6)[n:] if _state(f) == state]
+        new = [f for f in a.frames(v6, vif)[n:] if _state(f) == state]
         if new:
             return new[0]
-        a.receive(feed)
+        a.receive(feed, vif)
         time.sleep(0.25)
     return None
 
 
-def _feed_until(a: Agent, feed: bytes, done: Callable[[], bool], timeout: float = 30.0) -> bool:
+def _feed_until(a: Agent, feed: bytes, done: Callable[[], bool], timeout: float = 30.0,
+                vif: str = "vif1") -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if done():
             return True
-        a.receive(feed)
+        a.receive(feed, vif)
         time.sleep(0.25)
     return done()
 
@@ -252,6 +269,26 @@ def test_tx_intervals_within_c_window(agents: dict[str, Agent]) -> None:
         assert all(0.5 <= g <= 2.5 for g in gaps), (kind, gaps)
     print("BFD tx median gap (s): " + ", ".join("%s %.3f" % kv for kv in medians.items()))
 
+
+def test_distributed_gateway_port_session_matches_c(agents: dict[str, Agent]) -> None:
+    """A session on a distributed gateway port runs where its cr- port is
+    resident: same frames, and driven up, the same status."""
+    kw = {"v4": DGP, "lrp_mac": DGP_MAC}
+    wake = _peer(False, DOWN, 0, **kw)
+    seen: dict[str, tuple[bytes, bytes]] = {}
+    for kind, a in agents.items():
+        assert poll_until(lambda: a.status("172.16.0.2") == "down", 30), (kind, a.rows())
+        down = _wait_state(a, False, DOWN, wake, vif="vif2")
+        assert down is not None, kind
+        disc = _disc(down)
+        up = _wait_state(a, False, UP, _peer(False, INIT, disc, **kw), vif="vif2")
+        assert up is not None, kind
+        assert _feed_until(a, _peer(False, UP, disc, **kw),
+                           lambda: a.status("172.16.0.2") == "up", 20, "vif2"), (kind, a.rows())
+        seen[kind] = (down, up)
+    assert _normalised(seen["c"][0]) == _normalised(seen["py"][0])
+    assert _normalised(seen["c"][1]) == _normalised(seen["py"][1])
+    assert seen["py"][0][6:12] == DGP_MAC and seen["py"][0][26:30] == bytes((172, 16, 0, 1))
 
 def _silent(a: Agent, v6: bool, wake: bytes, seconds: float) -> int:
     """Control packets of the family sent while the test wakes the agent."""
