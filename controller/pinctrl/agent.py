@@ -146,11 +146,11 @@ class Pinctrl:
         """bfd_monitor_run: sessions follow the SB BFD rows every iteration;
         the rows are re-filtered only when an input changed."""
         self._bfd_rerun = False
-        if not sb.has_table("BFD"):
+        if chassis is None or not sb.has_table("BFD"):     # C: no pinctrl_run then
             return
         t = sb.tracker
         rows = sb.table("BFD")
-        key = (chassis.uuid if chassis is not None else None, active_tunnels)
+        key = (chassis.uuid, active_tunnels)
         if key != self._bfd_key or t.reset or any(t.has_changes(n) for n in _BFD_TABLES):
             self._bfd_key = key
             self._bfd_specs = bfd_router.bfd_specs(rows.values(), chassis, idx.pb_by_name.get,

@@ -53,8 +53,10 @@ datapath, reg14 = the router port, resubmit(CONTROLLER, 8).
 
 Deviations: C arms no timer when a pass finds nothing due, and only tests
 ``next_tx < now`` -- woken exactly at next_tx it sleeps until something
-else wakes it; here the wake-up is next_tx + 1 ms (and the 5 s flush
-deadline), so sends are not delayed.  C reads the BFD header without
+else wakes it (an idle C agent sent 3 packets in 30 s in
+``integration/test_pinctrl_bfd.py``, and checks no detection time
+meanwhile); here the wake-up is next_tx + 1 ms, the detection deadline and
+the 5 s flush deadline, so sends and timeouts are not delayed.  C reads the BFD header without
 checking that 24 bytes are there; here a short payload is dropped.
 """
 
@@ -498,6 +500,8 @@ class BfdSessions:
         """The next pass worth running (under the lock; see the deviations)."""
         at = [s.next_tx + 1 for s in self._sessions.values()
               if s.remote_min_rx and s.state != ADMIN_DOWN and not s.remote_demand]
+        at += [s.last_rx + s.detection_timeout for s in self._sessions.values()
+               if s.state in (INIT, UP) and s.detection_timeout]
         if self._pending:
             at.append(self._last_update + UPDATE_TIMEOUT_MS + 1)
         return min(at) if at else None

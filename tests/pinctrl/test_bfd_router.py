@@ -438,3 +438,45 @@ def test_write_status_only_changes_differing_rows() -> None:
     n = B.BfdSessions.write_status(table, [(uuid.UUID(int=1), "up"), (uuid.UUID(int=2), "up"),
                                            (uuid.UUID(int=3), "up")])
     assert n == 1 and a.status == "up"
+
+
+# ---------------------------------------------------------------- agent wiring
+def test_agent_runs_sessions_and_writes_status() -> None:
+    from controller.coverage import Coverage
+    from controller.pinctrl.agent import Pinctrl
+    from tests.pinctrl.test_core_agent import FakeService, Poller, fake_sb
+
+    me = SimpleNamespace(uuid=uuid.UUID(int=1), name="hv1")
+    pbs = {"lrp0": _pb("lrp0", "l3gateway", me, ["00:00:00:00:ff:01 10.0.0.1/24"],
+                       {"peer": "ls-lrp0"}),
+           "ls-lrp0": _pb("ls-lrp0", "l3gateway", me, [], {})}
+    row = _row()
+    tables: dict[str, dict] = {"MAC_Binding": {}, "FDB": {}, "Controller_Event": {},
+                               "BFD": {ROW: row}}
+    svc = FakeService()
+    p = Pinctrl(Coverage(), threaded=False, service=svc)
+    assert p.bfd in svc.periodic
+    ix = SimpleNamespace(dp_by_key={}, pb_by_key={}, pb_by_name=pbs,
+                         pbs_on_datapath=lambda u: [])
+    sb = fake_sb(txn=object(), tables=tables)
+    p.run("unix:x", sb, ix, me, {})
+    poller = Poller()
+    p.wait(poller)
+    assert "now" in poller.calls               # leaves admin_down on the next run
+    p.run("unix:x", sb, ix, me, {})
+    key = ("10.0.0.2", 49152)
+    assert p.bfd.snapshot()[key][0] == "down"
+    B.attach(p.bfd)
+    p.bfd.handle(pin(peer_frame(bfd_body(B.DOWN))))
+    p.run("unix:x", sb, ix, me, {})
+    assert row.status == "init"
+    p.run("unix:x", sb, ix, None, {})          # no chassis: sessions are kept, as in C
+    assert key in p.bfd.snapshot()
+
+
+def test_wake_covers_the_detection_deadline() -> None:
+    s, _, clock = up_session(spec(min_tx=5000, min_rx=200))
+    clock.t += 1
+    s.run()
+    s.handle(pin(peer_frame(bfd_body(B.DOWN, min_tx=300_000))))   # init, detect 900 ms
+    assert s.next_wake_ms() == clock.t + 900
