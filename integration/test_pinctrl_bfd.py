@@ -108,30 +108,40 @@ def _disc(agent_frame: bytes) -> int:
 
 
 def _peer(v6: bool, state: int, your: int, flags: int = 0,
-          v4: tuple[str, str] = ("10.0.0.2", "10.0.0.1"), lrp_mac: bytes = LRP_MAC) -> bytes:
+          v4: tuple[str, str] = ("10.0.0.2", "10.0.0.1"), lrp_mac: bytes = LRP_MAC,
+          mult: int = 3, length: int = 24, my: int = PEER_DISC, version: int = 1) -> bytes:
     """The peer's control packet (``your`` = the agent's discriminator; 0
     matches no session: such a packet only wakes the agent's pinctrl)."""
-    msg = struct.pack("!BBBBIIIII", 0x20, (state << 6) | flags, 3, 24, PEER_DISC, your,
-                      1_000_000, 1_000_000, 0)
-    udp = struct.pack("!HHHH", 49999, 3784, 32, 0) + msg
+    msg = struct.pack("!BBBBIIIII", version << 5, (state << 6) | flags, mult, length, my,
+                      your, 1_000_000, 1_000_000, 0)
     if v6:
-        src, dst = (ipaddress.IPv6Address(a).packed for a in V6)
-        ip = struct.pack("!IHBB", 0x60000000, len(udp), 17, 255) + src + dst
-        psum = sum(struct.unpack("!%dH" % ((len(src + dst) + 8) // 2),
-                                 src + dst + struct.pack("!IxxxB", len(udp), 17)))
-        data = udp
-        s = psum + sum(struct.unpack("!%dH" % (len(data) // 2), data))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        ck = (~s & 0xFFFF) or 0xFFFF
-        return lrp_mac + VM_MAC + b"\x86\xdd" + ip + udp[:6] + struct.pack("!H", ck) + udp[8:]
+        return _udp6(msg)
+    return _udp4(msg, v4, lrp_mac)
+
+
+def _sum16(data: bytes) -> int:
+    data += b"\0" * (len(data) % 2)
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def _udp6(payload: bytes) -> bytes:
+    udp = struct.pack("!HHHH", 49999, 3784, 8 + len(payload), 0) + payload
+    src, dst = (ipaddress.IPv6Address(a).packed for a in V6)
+    ip = struct.pack("!IHBB", 0x60000000, len(udp), 17, 255) + src + dst
+    ck = (~_sum16(src + dst + struct.pack("!IxxxB", len(udp), 17) + udp) & 0xFFFF) or 0xFFFF
+    return LRP_MAC + VM_MAC + b"\x86\xdd" + ip + udp[:6] + struct.pack("!H", ck) + udp[8:]
+
+
+def _udp4(payload: bytes, v4: tuple[str, str] = V4, lrp_mac: bytes = LRP_MAC) -> bytes:
+    """An IPv4/UDP frame to port 3784 (UDP checksum 0: none)."""
+    udp = struct.pack("!HHHH", 49999, 3784, 8 + len(payload), 0) + payload
     src4, dst4 = (ipaddress.IPv4Address(a).packed for a in v4)
     hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 255, 17, 0,
                       src4, dst4)
-    s = sum(struct.unpack("!10H", hdr))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
+    hdr = hdr[:10] + struct.pack("!H", ~_sum16(hdr) & 0xFFFF) + hdr[12:]
     return lrp_mac + VM_MAC + b"\x08\x00" + hdr + udp
 
 
@@ -289,6 +299,34 @@ def test_distributed_gateway_port_session_matches_c(agents: dict[str, Agent]) ->
     assert _normalised(seen["c"][0]) == _normalised(seen["py"][0])
     assert _normalised(seen["c"][1]) == _normalised(seen["py"][1])
     assert seen["py"][0][6:12] == DGP_MAC and seen["py"][0][26:30] == bytes((172, 16, 0, 1))
+
+def test_malformed_packets_change_nothing(agents: dict[str, Agent]) -> None:
+    """Packets that would move a down session to init but for one defect C
+    checks for: dropped by both agents, the session stays down.  Packets too
+    short to hold a BFD header go to our agent only (C reads past them)."""
+    for kind, a in agents.items():
+        assert poll_until(lambda: a.status("10.0.0.2") == "down", 30), kind
+        down = _wait_state(a, False, DOWN, _peer(False, DOWN, 0))
+        assert down is not None, kind
+        disc = _disc(down)
+        bad = [_peer(False, DOWN, disc, mult=0), _peer(False, DOWN, disc, version=0),
+               _peer(False, DOWN, disc, flags=0x04), _peer(False, DOWN, disc, flags=0x01),
+               _peer(False, DOWN, disc, my=0), _peer(False, DOWN, disc, flags=0x30),
+               _peer(False, INIT, 0), _peer(False, DOWN, disc, length=23),
+               _peer(False, DOWN, disc + 1)]
+        if kind == "py":
+            good = _peer(False, DOWN, disc)
+            bad += [_udp4(good[42:42 + n]) for n in range(24)]
+        n = len(a.frames(False))
+        for _round in range(4):
+            for frame in bad:
+                a.receive(frame)
+            time.sleep(0.5)
+        assert a.box.controller_alive(), kind
+        assert [_state(f) for f in a.frames(False)[n:]] == [DOWN] * len(a.frames(False)[n:])
+        assert len(a.frames(False)) > n, kind            # still transmitting
+        assert a.status("10.0.0.2") == "down", kind
+
 
 def _silent(a: Agent, v6: bool, wake: bytes, seconds: float) -> int:
     """Control packets of the family sent while the test wakes the agent."""
