@@ -332,13 +332,12 @@ def parse_bfd(frame: bytes) -> tuple[str, BfdMsg] | BfdDrop:
 
 # ====================================================================== sessions
 class _Session:
-    __slots__ = ("row_uuid", "src_mac", "ip_src", "ip_dst", "udp_src", "local_disc",
+    __slots__ = ("src_mac", "ip_src", "ip_dst", "udp_src", "local_disc",
                  "remote_disc", "local_min_tx", "local_min_rx", "remote_min_rx",
                  "remote_demand", "local_mult", "dp_key", "port_key", "state",
                  "change_state", "detection_timeout", "last_rx", "next_tx")
 
     def __init__(self, spec: BfdSpec, src_mac: bytes, ip_src: bytes, now: int) -> None:
-        self.row_uuid = spec.row_uuid
         self.src_mac = src_mac
         self.ip_src = ip_src
         self.ip_dst = _DEFAULT_DST
@@ -361,7 +360,6 @@ class _Session:
         dst = _dst_addr(spec.dst_ip)
         if dst is not None:
             self.ip_dst = dst
-        self.row_uuid = spec.row_uuid
         self.local_min_tx = spec.min_tx & _U32
         self.local_min_rx = spec.min_rx & _U32
         self.local_mult = spec.detect_mult & 0xFF
@@ -392,8 +390,7 @@ class BfdSessions:
         self._pending = 0
         self._last_update = self._now()
         self._next_wake: int | None = None
-        self.malformed: dict[str, int] = {}
-        self.sent = 0
+        self.malformed: dict[str, int] = {}      # dropped packets per BfdDrop.kind
 
     def _now(self, now_ms: int | None = None) -> int:
         if now_ms is not None:
@@ -490,7 +487,6 @@ class BfdSessions:
                 if interval >= 4:
                     interval -= self._randrange(interval // 4)
                 s.next_tx = now + interval
-            self.sent += len(out)
             self._next_wake = self._wake_at()
         if notify and self._notify_main is not None:
             self._notify_main()
@@ -556,7 +552,6 @@ class BfdSessions:
                     s.remote_demand = True
                 if msg.flags & F_POLL:
                     out.messages.append(s.message(True))
-                    self.sent += 1
             if changed:
                 s.change_state = True
                 self._pending += 1
