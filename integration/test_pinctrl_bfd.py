@@ -29,7 +29,12 @@ Checked, for IPv4 and IPv6 sessions, under both agents:
   once the peer goes silent for the detection time;
 * tx intervals: both agents' gaps lie in C's window (interval minus up to a
   quarter of jitter, plus loop latency); the measured medians are printed,
-  nothing is asserted tighter than the window.
+  nothing is asserted tighter than the window;
+* a session on a distributed gateway port (cr- port resident here), and
+  demand mode (D from the peer: transmission stops for good, as C);
+* malformed packets (each with one defect C rejects) change nothing;
+* admin_down (route no longer references the BFD row) stops transmission,
+  a new reference resumes it in down, deleting the route ends the session.
 """
 
 from __future__ import annotations
@@ -282,7 +287,7 @@ def test_tx_intervals_within_c_window(agents: dict[str, Agent]) -> None:
 
 def test_distributed_gateway_port_session_matches_c(agents: dict[str, Agent]) -> None:
     """A session on a distributed gateway port runs where its cr- port is
-    resident: same frames, and driven up, the same status."""
+    resident: same frames, and driven up, the same status; then demand mode."""
     kw = {"v4": DGP, "lrp_mac": DGP_MAC}
     wake = _peer(False, DOWN, 0, **kw)
     seen: dict[str, tuple[bytes, bytes]] = {}
@@ -296,6 +301,14 @@ def test_distributed_gateway_port_session_matches_c(agents: dict[str, Agent]) ->
         assert _feed_until(a, _peer(False, UP, disc, **kw),
                            lambda: a.status("172.16.0.2") == "up", 20, "vif2"), (kind, a.rows())
         seen[kind] = (down, up)
+        # The peer asks for demand mode: transmission stops, and (C never
+        # leaves demand mode) stays stopped once detection brings it down.
+        a.receive(_peer(False, UP, disc, flags=0x02, **kw), "vif2")
+        _feed_until(a, wake, lambda: False, 1.5, "vif2")
+        n = len(a.frames(False, "vif2"))
+        assert _feed_until(a, wake, lambda: a.status("172.16.0.2") == "down", 30, "vif2"), kind
+        _feed_until(a, wake, lambda: False, 3.0, "vif2")
+        assert len(a.frames(False, "vif2")) == n, kind
     assert _normalised(seen["c"][0]) == _normalised(seen["py"][0])
     assert _normalised(seen["c"][1]) == _normalised(seen["py"][1])
     assert seen["py"][0][6:12] == DGP_MAC and seen["py"][0][26:30] == bytes((172, 16, 0, 1))
