@@ -11,8 +11,10 @@ local datapaths changed, applies the pending SB work in this iteration's
 transaction (``sb_writes``), releases buffered packets the new MAC_Bindings
 resolve, and re-plans GARP/RARP announcements when an input may have
 changed (``garp``; the announcer is one of the service's periodic senders),
-and re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
-periodic sender).
+re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
+periodic sender), and runs the DHCPv6 prefix-delegation states every
+iteration (``prefix_delegation``: re-planned on Port_Binding/datapath
+changes, delegated prefixes written to ``ipv6_ra_pd_list``).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -27,6 +29,8 @@ from typing import Any, Callable, Mapping
 from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
+from controller.pinctrl.prefix_delegation import (
+    PdInputs, PrefixDelegation, attach as attach_pd, pd_inputs, write_pd_lists)
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
@@ -69,6 +73,12 @@ class Pinctrl:
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
         self._ra_key: Any = ()          # () until the first plan
+        self.pd = PrefixDelegation(notify_service=self.service.wake,
+                                   notify_main=self.service.notify_main)
+        self.service.add_periodic(self.pd)
+        attach_pd(self.pd)
+        self._pd_key: Any = ()
+        self._pd_inputs = PdInputs()
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -129,6 +139,30 @@ class Pinctrl:
             svc.send(self.buffered.release(rows, idx.pb_by_name.get))
         self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
         self._run_ra(sb, idx, chassis)
+        self._run_pd(sb, idx, chassis, local_datapaths, active_tunnels)
+
+    def _run_pd(self, sb: Any, idx: Any, chassis: Any,
+                local_datapaths: Mapping[uuidlib.UUID, Any],
+                active_tunnels: frozenset[str]) -> None:
+        """prepare_ipv6_prefixd: re-planned when an input may have changed,
+        the states refreshed (and PENDING ones written) every iteration."""
+        t = sb.tracker
+        key = (chassis.uuid if chassis is not None else None, frozenset(local_datapaths),
+               active_tunnels)
+        if key != self._pd_key or t.reset or any(t.has_changes(n) for n in _GARP_TABLES):
+            self._pd_key = key
+            try:
+                self._pd_inputs = pd_inputs(sb.table("Port_Binding").values(), chassis,
+                                            idx.pb_by_name.get, local_datapaths,
+                                            active_tunnels) \
+                    if chassis is not None and sb.has_table("Port_Binding") else PdInputs()
+            except Exception:
+                log.exception("IPv6 prefix delegation planning failed")
+                return
+        txn = sb.txn if chassis is not None else None
+        writes = self.pd.update(self._pd_inputs, _now_ms(), txn is not None)
+        if writes and txn is not None:
+            write_pd_lists(writes, idx.pb_by_name.get)
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
