@@ -13,12 +13,13 @@ rp-public's address into public-rp).
 The exchange, driven identically for both agents: wait for a SOLICIT; answer
 its IAID with an ADVERTISE injected on srv (``netdev-dummy/receive``);
 capture the REQUEST; answer with a REPLY delegating 2001:db8:1::/48 with
-T1 = 3 s; wait for ``ipv6_ra_pd_list`` on rp-sw0's Port_Binding (and
-northd's copy into the NB ``ipv6_prefix``); then wait for the RENEW that T1
-triggers (C checks T1 only when its pinctrl thread wakes for another
+T1 = 3 s and T2 = 7 s; wait for ``ipv6_ra_pd_list`` on rp-sw0's
+Port_Binding (and northd's copy into the NB ``ipv6_prefix``); then wait for
+the RENEW that T1 triggers and, nobody answering it, the REBIND that T2
+triggers.  C checks T1/T2 only when its pinctrl thread wakes for another
 reason, so both agents get an unrelated opcode-19 packet-in every second
-meanwhile).  Frames are compared byte for byte with the IAID (random while no
-prefix is known, pinctrl-anatomy §6) set to 0 and the UDP checksum
+meanwhile.  Frames are compared byte for byte with the IAID (random while
+no prefix is known, pinctrl-anatomy §6) set to 0 and the UDP checksum
 recomputed; the checksum of every captured frame is verified first.  A
 SOLICIT re-sent (with a fresh IAID) between reading one and injecting the
 ADVERTISE makes the exchange retry with the newest SOLICIT.
@@ -44,7 +45,7 @@ SRV_MAC, SRV_IP = bytes.fromhex("505400000001"), ipaddress.IPv6Address("1001::10
 CMAC = bytes.fromhex("000001010203")
 DUID = bytes.fromhex("00010001000000aa") + SRV_MAC
 PREFIX = ipaddress.IPv6Address("2001:db8:1::").packed
-T1, T2 = 3, 1000
+T1, T2 = 3, 7
 
 _NB = [
     "--", "lr-add", "R1", "--", "set", "Logical_Router", "R1", "options:chassis=hv1",
@@ -200,13 +201,14 @@ def _exchange(a: Agent) -> None:
     # C looks at T1 only when its pinctrl thread wakes for another reason:
     # give both agents one (a packet-in for an IAID nobody uses) every second.
     nudge = _server_frame(2, _client_id() + _ia_pd(aid ^ 0x10000, 1800, 2880))
-    renews: list[bytes] = []
-    deadline = time.monotonic() + T1 + 20
-    while not renews and time.monotonic() < deadline:
-        time.sleep(1)
-        a.inject(nudge)
-        renews = _wait_for(lambda: a.frames(5, mark), 0.5)
-    obs["renew"] = renews[0] if renews else None
+    for mtype, name in ((5, "renew"), (6, "rebind")):
+        got: list[bytes] = []
+        deadline = time.monotonic() + T2 + 20
+        while not got and time.monotonic() < deadline:
+            time.sleep(1)
+            a.inject(nudge)
+            got = _wait_for(lambda: a.frames(mtype, mark), 0.5)   # noqa: B023
+        obs[name] = got[0] if got else None
     obs["nb_prefix"] = _wait_for(lambda: a.box.nbctl("--bare", "--columns=ipv6_prefix",
                                                      "list", "Logical_Router_Port",
                                                      "rp-sw0").strip(), 15)
@@ -258,3 +260,13 @@ def test_renew_after_t1_matches_c(agents: dict[str, Agent]) -> None:
     assert theirs[:12] == SRV_MAC + GW_MAC and DUID in theirs and PREFIX in theirs
     for k, a in agents.items():
         assert _iaid(got[k]) == a.observed["aid"], k   # type: ignore[arg-type]
+
+
+def test_rebind_after_t2_matches_c(agents: dict[str, Agent]) -> None:
+    got = {k: a.observed["rebind"] for k, a in agents.items()}
+    assert got["c"] is not None and got["py"] is not None, got
+    ours, theirs = _normalised(got["py"]), _normalised(got["c"])   # type: ignore[arg-type]
+    assert ours == theirs, (ours.hex(), theirs.hex())
+    # the server is forgotten: multicast again, no SERVER_ID, the prefix still asked for
+    assert theirs[:6] == bytes.fromhex("333300010002") and DUID not in theirs
+    assert PREFIX in theirs

@@ -74,7 +74,8 @@ class Pinctrl:
         self.service.add_periodic(self.ra)
         self._ra_key: Any = ()          # () until the first plan
         self.pd = PrefixDelegation(notify_service=self.service.wake,
-                                   notify_main=self.service.notify_main)
+                                   notify_main=self.service.notify_main,
+                                   also_inject=lambda: bool(self.ra.ports() or self.garp.keys()))
         self.service.add_periodic(self.pd)
         attach_pd(self.pd)
         self._pd_key: Any = ()

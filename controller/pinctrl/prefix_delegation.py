@@ -50,15 +50,18 @@ MAC), SERVER_ID (when known), IA_PD (T1 = T2 = infinite; a fresh random
 16-bit IAID on every message while no prefix is known) with an IA_PREFIX
 (lifetimes infinite) when a prefix is known.
 
-Sends happen only in a pass where some state solicits or a timed
-transition just happened (C's ``ipv6_prefixd_should_inject``); C also sends
-them when another service (GARP, RA, BFD...) injects in that pass, which is
-not modelled here: with no other injecting service the two agree, otherwise
-C may re-send a SOLICIT from REQUEST/PENDING or a RENEW/REBIND earlier.
+Sends happen only in a pass where some state solicits, a timed transition
+just happened, or ``also_inject()`` says another periodic service has work
+(C's ``may_inject_pkts``: the agent wires the RA and GARP tables); then, as
+in C, a state in REQUEST or PENDING whose send time has passed re-sends a
+SOLICIT (with a fresh IAID while no prefix is known).
+
 Timing deviation: C checks the DONE/RENEW/REBIND deadlines only when its
-thread wakes for another reason (at worst the 5 s echo probe); here the
-sender also arms a timer at the next deadline, so a renewal goes out at T1
-rather than up to a few seconds later.
+pinctrl thread wakes for another reason (a packet-in, another service's
+timer, a main-loop notification; over the unix management socket no echo
+probe wakes it: with nothing else going on, 23.03.1 did not renew within
+25 s past T1 in ``integration/test_pinctrl_pd.py``).  Here the sender also
+arms a timer at the next deadline, so a renewal goes out at T1.
 """
 
 from __future__ import annotations
@@ -453,18 +456,21 @@ class PrefixDelegation:
     """The PD client states (see the module note).  Thread-safe: the main
     loop calls :meth:`update`, the service :meth:`run` and :meth:`handle`.
     `randrange(n)` draws uniformly from [0, n) (C's random_range);
-    `rand16()` draws the IAID (C's random_uint16)."""
+    `rand16()` draws the IAID (C's random_uint16); `also_inject()` tells
+    whether another periodic service injects packets (see the module note)."""
 
     def __init__(self, notify_service: Callable[[], None] | None = None,
                  notify_main: Callable[[], None] | None = None,
                  randrange: Callable[[int], int] = random.randrange,
-                 rand16: Callable[[], int] = lambda: random.getrandbits(16)) -> None:
+                 rand16: Callable[[], int] = lambda: random.getrandbits(16),
+                 also_inject: Callable[[], bool] = lambda: False) -> None:
         self._lock = threading.Lock()
         self._states: dict[str, _State] = {}
         self._notify_service = notify_service
         self._notify_main = notify_main
         self._randrange = randrange
         self._rand16 = rand16
+        self._also_inject = also_inject
 
     # ------------------------------------------------------------ main loop
     def update(self, inputs: PdInputs, now_ms: int, have_txn: bool) -> list[PdWrite]:
@@ -522,7 +528,7 @@ class PrefixDelegation:
         now = int(now_ms)
         out: list[bytes] = []
         with self._lock:
-            if not self._should_inject(now):
+            if not self._should_inject(now) and not self._also_inject():
                 return out
             for s in self._states.values():
                 if now < s.next_announce:

@@ -377,3 +377,24 @@ def test_opcode_19_dispatch() -> None:
                                dst_mac=SRV_MAC)):
         o = registry.dispatch(pin(frame), EMPTY_VIEW)
         assert o.drop is None and o.messages == [] and not o.intents
+
+
+def test_another_injecting_service_makes_request_state_resolicit() -> None:
+    busy = [False]
+    c = Clock()
+    pd = PD.PrefixDelegation(randrange=c.randrange, rand16=c.rand16,
+                             also_inject=lambda: busy[0])
+    pd.update(PD.PdInputs((ENTRY,)), 0, True)
+    pd.run(1000)
+    adv = server_frame(PD.MSG_ADVERTISE, client_id() + ia_pd(0x1111, ia_prefix()))
+    pd.handle(pin(adv))
+    assert pd.run(5000) == []                  # REQUEST alone: nothing
+    busy[0] = True                             # e.g. a periodic RA is configured
+    [msg] = pd.run(5000)                       # C's may_inject_pkts: a SOLICIT again
+    frame = split_packet_out(msg)[1]
+    assert frame[62] == PD.MSG_SOLICIT and _iaid_of(frame) == 0x2222
+    assert pd.snapshot()["rp-sw0"][0] == "REQUEST"
+
+
+def _iaid_of(frame: bytes) -> int:
+    return int(struct.unpack_from("!I", frame, 62 + 4 + 14 + 4)[0])
