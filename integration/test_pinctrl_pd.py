@@ -23,6 +23,12 @@ no prefix is known, pinctrl-anatomy §6) set to 0 and the UDP checksum
 recomputed; the checksum of every captured frame is verified first.  A
 SOLICIT re-sent (with a fresh IAID) between reading one and injecting the
 ADVERTISE makes the exchange retry with the newest SOLICIT.
+
+Second topology (``dgp_agents``): R1 distributed, rp-public a gateway port
+on hv1 (the states live where cr-rp-public is resident) and both router
+ports asking for a prefix, so two states share one gateway address and are
+told apart by IAID; the test serves both until each Port_Binding has its
+``ipv6_ra_pd_list``, comparing the first SOLICIT and REQUEST of each.
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ def _csum(data: bytes) -> int:
 
 
 def _server_frame(mtype: int, options: bytes) -> bytes:
+    """From srv to rp-public (547 -> 546)."""
     body = struct.pack("!I", mtype << 24 | 0x4242) + options
     u = struct.pack("!HHHH", 547, 546, 8 + len(body), 0) + body
     ck = _csum(SRV_IP + GW_IP + struct.pack("!IxxxB", len(u), 17) + u) or 0xFFFF
@@ -87,13 +94,13 @@ def _server_frame(mtype: int, options: bytes) -> bytes:
             + SRV_IP + GW_IP + u)
 
 
-def _ia_pd(aid: int, t1: int, t2: int) -> bytes:
-    prefix = _opt(26, struct.pack("!IIB", 3600, 7200, 48) + PREFIX)
+def _ia_pd(aid: int, t1: int, t2: int, prefix_addr: bytes = PREFIX) -> bytes:
+    prefix = _opt(26, struct.pack("!IIB", 3600, 7200, 48) + prefix_addr)
     return _opt(25, struct.pack("!III", aid, t1, t2) + prefix)
 
 
-def _client_id() -> bytes:
-    return _opt(1, b"\x00\x03\x00\x01" + CMAC)
+def _client_id(cmac: bytes = CMAC) -> bytes:
+    return _opt(1, b"\x00\x03\x00\x01" + cmac)
 
 
 def _dhcp_type(frame: bytes) -> int | None:
@@ -139,20 +146,22 @@ def _normalised(frame: bytes) -> bytes:
 
 
 class Agent:
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, nb: list[str] = _NB) -> None:
         self.kind = kind
         self.box = Sandbox(northd=True)
+        self.nb = nb
         self.observed: dict[str, object] = {}
 
     def setup(self) -> None:
         self.box.start()
-        self.box.nbctl("--no-wait", *_NB)
+        self.box.nbctl("--no-wait", *self.nb)
         self.box.bind_vif("srv", "srv", ofport=1, pcap=True)
         self.box.nbctl("--wait=sb", "sync")
 
-    def frames(self, mtype: int, since: int = 0) -> list[bytes]:
+    def frames(self, mtype: int, since: int = 0, cmac: bytes | None = None) -> list[bytes]:
         recs = read_pcap_records(self.box.run / "srv-tx.pcap")[since:]
-        return [f for _, f in recs if _dhcp_type(f) == mtype]
+        return [f for _, f in recs if _dhcp_type(f) == mtype
+                and (cmac is None or _client_id(cmac) in f)]
 
     def n_frames(self) -> int:
         return len(read_pcap_records(self.box.run / "srv-tx.pcap"))
@@ -160,9 +169,9 @@ class Agent:
     def inject(self, frame: bytes) -> None:
         self.box.appctl("ovs-vswitchd", "netdev-dummy/receive", "srv", frame.hex())
 
-    def pd_list(self) -> str:
+    def pd_list(self, port: str = "rp-sw0") -> str:
         out = self.box.sbctl("--bare", "--columns=options", "find", "Port_Binding",
-                             "logical_port=rp-sw0")
+                             f"logical_port={port}")
         for item in out.split():
             if item.startswith("ipv6_ra_pd_list="):
                 return item.split("=", 1)[1].strip('"')
@@ -270,3 +279,77 @@ def test_rebind_after_t2_matches_c(agents: dict[str, Agent]) -> None:
     # the server is forgotten: multicast again, no SERVER_ID, the prefix still asked for
     assert theirs[:6] == bytes.fromhex("333300010002") and DUID not in theirs
     assert PREFIX in theirs
+
+
+# ---------------------------------------------------------------- distributed router
+# R1 without options:chassis, rp-public a distributed gateway port on hv1 (the
+# state is kept by whoever has cr-rp-public), both router ports asking for a
+# prefix: two states behind one gateway address, told apart by the IAID.
+_GW_ROUTER = ["--", "set", "Logical_Router", "R1", "options:chassis=hv1"]
+assert _NB[3:8] == _GW_ROUTER
+_NB_DGP = _NB[:3] + _NB[8:] + ["--", "lrp-set-gateway-chassis", "rp-public", "hv1", "20",
+            "--", "set", "Logical_Router_Port", "rp-public", "options:prefix=true"]
+DGP_PORTS = {CMAC: ("rp-sw0", PREFIX),
+             GW_MAC: ("rp-public", ipaddress.IPv6Address("2001:db8:2::").packed)}
+
+
+def _serve(a: Agent, timeout: float = 90) -> None:
+    """Act as the server for every state until each has its ipv6_ra_pd_list.
+    With another state still soliciting, C re-sends a SOLICIT (fresh IAID)
+    from REQUEST state too, so a REPLY can miss: then it starts over."""
+    obs = a.observed
+    replied: dict[str, set[int]] = {port: set() for port, _ in DGP_PORTS.values()}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lists = {port: a.pd_list(port) for port, _ in DGP_PORTS.values()}
+        if all(lists.values()):
+            break
+        for cmac, (port, prefix) in DGP_PORTS.items():
+            if lists[port]:
+                continue
+            solicits = a.frames(1, cmac=cmac)
+            if not solicits:
+                continue
+            obs.setdefault("solicit-" + port, solicits[0])
+            aid = _iaid(solicits[-1])
+            mark = a.n_frames()
+            a.inject(_server_frame(2, _client_id(cmac) + _opt(2, DUID)
+                                   + _ia_pd(aid, 1800, 2880, prefix)))
+            requests = _wait_for(lambda: [f for f in a.frames(3, mark, cmac)  # noqa: B023
+                                          if _iaid(f) == aid], 1.5, 0.05)
+            if requests:
+                a.inject(_server_frame(7, _client_id(cmac) + _opt(2, DUID)
+                                       + _ia_pd(aid, 1800, 2880, prefix)))
+                obs.setdefault("request-" + port, requests[0])
+                replied[port].add(aid)
+        time.sleep(0.3)
+    obs["lists"] = {port: a.pd_list(port) for port, _ in DGP_PORTS.values()}
+    obs["replied"] = replied
+
+
+@pytest.fixture(scope="module")
+def dgp_agents() -> Iterator[dict[str, Agent]]:
+    for made in side_by_side(lambda kind: Agent(kind, _NB_DGP), KINDS):
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(made)) as pool:
+            list(pool.map(_serve, made.values()))
+        yield made
+
+
+def test_dgp_two_states_solicit_and_request_as_c(dgp_agents: dict[str, Agent]) -> None:
+    for _cmac, (port, _prefix) in DGP_PORTS.items():
+        for what in ("solicit-", "request-"):
+            got = {k: a.observed.get(what + port) for k, a in dgp_agents.items()}
+            assert got["c"] is not None and got["py"] is not None, (what + port, got)
+            ours, theirs = _normalised(got["py"]), _normalised(got["c"])  # type: ignore
+            assert ours == theirs, (what + port, ours.hex(), theirs.hex())
+
+
+def test_dgp_pd_lists_as_c(dgp_agents: dict[str, Agent]) -> None:
+    for k, a in dgp_agents.items():
+        lists: dict[str, str] = a.observed["lists"]              # type: ignore[assignment]
+        replied: dict[str, set[int]] = a.observed["replied"]     # type: ignore[assignment]
+        for _cmac, (port, prefix) in DGP_PORTS.items():
+            aid, _, rest = lists[port].partition(":")
+            assert aid.isdigit() and int(aid) in replied[port], (k, port, lists[port])
+            assert rest == ipaddress.IPv6Address(prefix).compressed + "/48", (k, lists[port])
