@@ -41,7 +41,9 @@ Three parts, split along C's thread boundary (as ``svc_monitor``):
   packet-in, resubmit(CONTROLLER, 37).  REPLY with a prefix and no nonzero
   status -> PENDING with server address/MAC/DUID (<= 130 bytes), prefix,
   T1/T2/lifetimes in ms (32-bit, so "infinite" wraps as in C), and the
-  main loop is woken.
+  main loop is woken.  What C ignores silently (a rejected ADVERTISE, a
+  REPLY without a usable prefix, no matching state) is ignored here too,
+  but counted in :attr:`PrefixDelegation.stats`.
 
 Client messages (PO-I into the gateway's peer, table 8): UDP 546 -> 547,
 hop limit 255, xid 0; to ff02::1:2 / 33:33:00:01:00:02, or unicast to the
@@ -471,6 +473,8 @@ class PrefixDelegation:
         self._randrange = randrange
         self._rand16 = rand16
         self._also_inject = also_inject
+        # Messages C ignores silently: counted here, not logged.
+        self.stats = {"advertise_rejected": 0, "reply_rejected": 0, "no_state": 0}
 
     # ------------------------------------------------------------ main loop
     def update(self, inputs: PdInputs, now_ms: int, have_txn: bool) -> list[PdWrite]:
@@ -586,11 +590,13 @@ class PrefixDelegation:
     def _advertise(self, pin: PacketIn, frame: bytes, h: Headers) -> Outcome:
         parsed = parse_advertise(frame, h)
         if parsed is None:
+            self.stats["advertise_rejected"] += 1
             return Outcome()
         aid, options = parsed
         with self._lock:
             s = self._find(h, aid)
             if s is None:
+                self.stats["no_state"] += 1
                 return Outcome()
             s.state = REQUEST
         values = pin.values
@@ -606,6 +612,7 @@ class PrefixDelegation:
     def _reply(self, frame: bytes, h: Headers) -> Outcome:
         r = parse_reply(frame, h)
         if r is None:
+            self.stats["reply_rejected"] += 1
             return Outcome()
         text = "Received DHCPv6 reply from %s with prefix %s/%d aid %d" % (
             socket.inet_ntop(socket.AF_INET6, h.nw_src),
@@ -623,6 +630,8 @@ class PrefixDelegation:
                 s.prefix = r.prefix
                 s.t1 = (r.t1 * 1000) & _INFINITE
                 s.t2 = (r.t2 * 1000) & _INFINITE
+            else:
+                self.stats["no_state"] += 1
         if s is not None and self._notify_main is not None:
             self._notify_main()
         return Outcome(intents=[LogIntent("pinctrl", "dbg", text, _rl_dbg)])
@@ -642,8 +651,8 @@ def write_pd_lists(writes: Iterable[PdWrite], pb_by_name: Callable[[str], Any | 
     n = 0
     for w in writes:
         pb = pb_by_name(w.port)
-        if pb is None:
-            continue
+        if pb is None or pb.options.get("ipv6_ra_pd_list") == w.value:
+            continue        # (C writes it anyway; its IDL drops the no-op)
         options = dict(pb.options)
         options["ipv6_ra_pd_list"] = w.value
         pb.options = options

@@ -216,6 +216,7 @@ def test_full_exchange_on_a_fake_clock() -> None:
     stale = server_frame(PD.MSG_ADVERTISE, client_id() + opt(2, DUID) + ia_pd(0x1111,
                                                                               ia_prefix()))
     assert pd.handle(pin(stale)).messages == []
+    assert pd.stats["no_state"] == 1
     adv = server_frame(PD.MSG_ADVERTISE, client_id() + opt(2, DUID) + ia_pd(0x2222,
                                                                             ia_prefix()))
     out = pd.handle(pin(adv))
@@ -377,6 +378,10 @@ def test_opcode_19_dispatch() -> None:
                                dst_mac=SRV_MAC)):
         o = registry.dispatch(pin(frame), EMPTY_VIEW)
         assert o.drop is None and o.messages == [] and not o.intents
+    bad = server_frame(PD.MSG_ADVERTISE, ia_pd(0x1111, ia_prefix(plife=2, vlife=1)))
+    registry.dispatch(pin(bad), EMPTY_VIEW)
+    registry.dispatch(pin(server_frame(PD.MSG_REPLY, ia_pd(0x1111))), EMPTY_VIEW)
+    assert pd.stats == {"advertise_rejected": 1, "reply_rejected": 1, "no_state": 1}
 
 
 def test_another_injecting_service_makes_request_state_resolicit() -> None:
@@ -398,3 +403,8 @@ def test_another_injecting_service_makes_request_state_resolicit() -> None:
 
 def _iaid_of(frame: bytes) -> int:
     return int(struct.unpack_from("!I", frame, 62 + 4 + 14 + 4)[0])
+
+
+def test_write_pd_lists_skips_an_unchanged_value() -> None:
+    pbs, by_name, _ = _world()
+    assert PD.write_pd_lists([PD.PdWrite("rp-sw0", "3:fd99::/60")], by_name) == 0
