@@ -10,7 +10,8 @@ internal port rp-sw0 (00:00:01:01:02:03, fd11::1/64, ``prefix=true``) on
 sw0.  One PD state results (key rp-sw0, DUID = rp-sw0's MAC, sent from
 rp-public's address into public-rp).
 
-The exchange, driven identically for both agents: wait for a SOLICIT; answer
+The exchange, driven identically for both agents: watch five SOLICITs (gaps
+below 3 s, a fresh 16-bit IAID each); answer
 its IAID with an ADVERTISE injected on srv (``netdev-dummy/receive``);
 capture the REQUEST; answer with a REPLY delegating 2001:db8:1::/48 with
 T1 = 3 s and T2 = 7 s; wait for ``ipv6_ra_pd_list`` on rp-sw0's
@@ -52,6 +53,8 @@ CMAC = bytes.fromhex("000001010203")
 DUID = bytes.fromhex("00010001000000aa") + SRV_MAC
 PREFIX = ipaddress.IPv6Address("2001:db8:1::").packed
 T1, T2 = 3, 7
+N_SCHEDULE = 5                     # SOLICITs looked at before answering
+PD_TIMEOUT_S, TOLERANCE_S = 3.0, 0.3
 
 _NB = [
     "--", "lr-add", "R1", "--", "set", "Logical_Router", "R1", "options:chassis=hv1",
@@ -190,6 +193,10 @@ def _wait_for(pred, timeout: float, period: float = 0.2):   # type: ignore[no-un
 def _exchange(a: Agent) -> None:
     """SOLICIT -> ADVERTISE -> REQUEST -> REPLY -> ipv6_ra_pd_list -> RENEW."""
     obs = a.observed
+    # the SOLICIT schedule first: every uniform[0, 3 s), a fresh IAID each time
+    _wait_for(lambda: len(a.frames(1)) >= N_SCHEDULE, 3 * N_SCHEDULE + 10)
+    obs["schedule"] = [(ts, _iaid(f)) for ts, f in read_pcap_records(a.box.run / "srv-tx.pcap")
+                       if _dhcp_type(f) == 1]
     for _attempt in range(8):
         solicits = _wait_for(lambda: a.frames(1), 30)
         assert solicits, f"{a.kind}: no SOLICIT"
@@ -244,6 +251,17 @@ def test_solicit_matches_c(agents: dict[str, Agent]) -> None:
     assert got["c"] == _expected_solicit()
     for a in agents.values():
         assert all(_udp_ok(f) for f in a.frames(1))
+
+
+def test_solicit_schedule_and_fresh_iaids(agents: dict[str, Agent]) -> None:
+    for k, a in agents.items():
+        sched: list[tuple[float, int]] = a.observed["schedule"]     # type: ignore[assignment]
+        assert len(sched) >= N_SCHEDULE, (k, sched)
+        gaps = [b[0] - x[0] for x, b in zip(sched, sched[1:])]
+        assert all(0 <= g < PD_TIMEOUT_S + TOLERANCE_S for g in gaps), (k, gaps)
+        aids = [aid for _, aid in sched]
+        assert all(0 <= x <= 0xFFFF for x in aids), (k, aids)
+        assert len(set(aids)) >= len(aids) - 1, (k, aids)       # redrawn every time
 
 
 def test_request_built_from_the_advertise_matches_c(agents: dict[str, Agent]) -> None:
