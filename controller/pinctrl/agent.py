@@ -153,10 +153,11 @@ class Pinctrl:
         if key != self._pd_key or t.reset or any(t.has_changes(n) for n in _GARP_TABLES):
             self._pd_key = key
             try:
-                self._pd_inputs = pd_inputs(sb.table("Port_Binding").values(), chassis,
-                                            idx.pb_by_name.get, local_datapaths,
-                                            active_tunnels) \
-                    if chassis is not None and sb.has_table("Port_Binding") else PdInputs()
+                # only ports of local datapaths can qualify: no scan of the whole table
+                local_pbs = (pb for u in local_datapaths for pb in idx.pbs_on_datapath(u))
+                self._pd_inputs = pd_inputs(local_pbs, chassis, idx.pb_by_name.get,
+                                            local_datapaths, active_tunnels) \
+                    if chassis is not None else PdInputs()
             except Exception:
                 log.exception("IPv6 prefix delegation planning failed")
                 return

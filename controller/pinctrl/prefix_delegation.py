@@ -248,7 +248,8 @@ def pd_inputs(port_bindings: Iterable[Any], chassis: Any,
     drop: set[str] = set()
     for pb in port_bindings:
         options = pb.options
-        if not _true(options, "ipv6_prefix_delegation"):
+        flag = options.get("ipv6_prefix_delegation")    # absent on nearly every port
+        if flag is None or flag.lower() != "true":
             continue
         dp_uuid = ref_uuid(pb, "datapath")
         ld = local_datapaths.get(dp_uuid) if dp_uuid is not None else None
