@@ -371,3 +371,12 @@ def test_dgp_pd_lists_as_c(dgp_agents: dict[str, Agent]) -> None:
             aid, _, rest = lists[port].partition(":")
             assert aid.isdigit() and int(aid) in replied[port], (k, port, lists[port])
             assert rest == ipaddress.IPv6Address(prefix).compressed + "/48", (k, lists[port])
+
+
+def test_no_errors_logged_by_ours(agents: dict[str, Agent],
+                                  dgp_agents: dict[str, Agent]) -> None:
+    for made in (agents, dgp_agents):
+        log = made["py"].box.run / "ovn-controller-py.log"
+        bad = [line for line in log.read_text().splitlines()
+               if "|ERR|" in line or "|EMER|" in line or "Traceback" in line]
+        assert not bad, bad[:5]
