@@ -75,3 +75,26 @@ def test_arbitrary_udp_payload(payload: bytes) -> None:
         pd.handle(pin(frame))
     pd.update(PD.PdInputs((ENTRY,)), 1, True)
     pd.run(10**7)
+
+
+_TEXT = st.text(alphabet="0123456789abcdefABCDEF:./ -x", max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT, max_size=3), st.lists(_TEXT, max_size=3), _TEXT)
+def test_planner_and_seed_on_any_strings(gw_macs: list[str], macs: list[str],
+                                         pd_list: str) -> None:
+    from tests.pinctrl.test_prefix_delegation import CH, _world
+    pbs, by_name, lds = _world()
+    pbs[0].mac = gw_macs
+    pbs[1].mac = macs
+    pbs[1].options = dict(pbs[1].options, ipv6_ra_pd_list=pd_list)
+    got = PD.pd_inputs(pbs, CH, by_name, lds)
+    for e in got.entries:
+        assert len(e.ea) == 6 and len(e.ipv6) == 16 and len(e.cmac) == 6
+    seeded = PD.seed(pd_list)
+    if seeded is not None:
+        assert len(seeded[1]) == 16
+    pd = PD.PrefixDelegation(randrange=lambda n: 0, rand16=lambda: 0)
+    pd.update(got, 0, True)
+    pd.run(0)
