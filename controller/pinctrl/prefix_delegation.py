@@ -116,7 +116,7 @@ _INFINITE = 0xFFFFFFFF
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
 _IP6 = struct.Struct("!IHBB")
-_PD_LIST = re.compile(r"\s*\+?([0-9]+):\s*([0-9a-fA-F:.]{1,46})/\s*([+-]?[0-9]+)")
+_PD_LIST = re.compile(r"\s*\+?([0-9]+):([0-9a-fA-F:.]{1,46})/\s*([+-]?[0-9]+)")
 
 
 def _u32(data: bytes | bytearray, ofs: int) -> int:

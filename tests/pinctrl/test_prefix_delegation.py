@@ -275,6 +275,8 @@ def test_seeded_state_keeps_iaid_and_prefix() -> None:
     assert split_packet_out(msg)[1] == PD.client_frame(PD.MSG_SOLICIT, e, 77, PREFIX, 48, b"",
                                                        bytes(16), bytes(6))
     assert PD.seed("junk") is None and PD.seed("1:zz::/3") is None
+    assert PD.seed("1: fd00::/3") is None          # %[ does not skip blanks
+    assert PD.seed(" 1:fd00::/ 3") is not None     # %u and %d do
     assert PD.seed("5:fd00::/-1") == (5, ipaddress.IPv6Address("fd00::").packed, -1)
 
 
