@@ -13,7 +13,10 @@ resolve, and re-plans GARP/RARP announcements when an input may have
 changed (``garp``; the announcer is one of the service's periodic senders),
 and re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
 periodic sender), and runs router BFD (``bfd_router.BfdSessions.sync`` every
-iteration, as bfd_monitor_run; the session table is a periodic sender too).
+iteration, as bfd_monitor_run; the session table is a periodic sender too),
+and runs the DHCPv6 prefix-delegation states every iteration
+(``prefix_delegation``: re-planned on Port_Binding/datapath changes,
+delegated prefixes written to ``ipv6_ra_pd_list``).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -29,6 +32,8 @@ from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl import bfd_router
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
+from controller.pinctrl.prefix_delegation import (
+    PdInputs, PrefixDelegation, attach as attach_pd, pd_inputs, write_pd_lists)
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
@@ -80,6 +85,13 @@ class Pinctrl:
         self._bfd_key: Any = None
         self._bfd_specs: list[bfd_router.BfdSpec] = []
         self._bfd_rerun = False
+        self.pd = PrefixDelegation(notify_service=self.service.wake,
+                                   notify_main=self.service.notify_main,
+                                   also_inject=lambda: bool(self.ra.ports() or self.garp.keys()))
+        self.service.add_periodic(self.pd)
+        attach_pd(self.pd)
+        self._pd_key: Any = ()
+        self._pd_inputs = PdInputs()
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -141,6 +153,7 @@ class Pinctrl:
         self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
         self._run_ra(sb, idx, chassis)
         self._run_bfd(sb, idx, chassis, active_tunnels)
+        self._run_pd(sb, idx, chassis, local_datapaths, active_tunnels)
 
     def _run_bfd(self, sb: Any, idx: Any, chassis: Any, active_tunnels: frozenset[str]) -> None:
         """bfd_monitor_run: sessions follow the SB BFD rows every iteration;
@@ -158,6 +171,30 @@ class Pinctrl:
         writes, self._bfd_rerun = self.bfd.sync(self._bfd_specs, self._had_txn)
         if writes:
             self.bfd.write_status(rows, writes)
+
+    def _run_pd(self, sb: Any, idx: Any, chassis: Any,
+                local_datapaths: Mapping[uuidlib.UUID, Any],
+                active_tunnels: frozenset[str]) -> None:
+        """prepare_ipv6_prefixd: re-planned when an input may have changed,
+        the states refreshed (and PENDING ones written) every iteration."""
+        t = sb.tracker
+        key = (chassis.uuid if chassis is not None else None, frozenset(local_datapaths),
+               active_tunnels)
+        if key != self._pd_key or t.reset or any(t.has_changes(n) for n in _GARP_TABLES):
+            self._pd_key = key
+            try:
+                # only ports of local datapaths can qualify: no scan of the whole table
+                local_pbs = (pb for u in local_datapaths for pb in idx.pbs_on_datapath(u))
+                self._pd_inputs = pd_inputs(local_pbs, chassis, idx.pb_by_name.get,
+                                            local_datapaths, active_tunnels) \
+                    if chassis is not None else PdInputs()
+            except Exception:
+                log.exception("IPv6 prefix delegation planning failed")
+                return
+        txn = sb.txn if chassis is not None else None
+        writes = self.pd.update(self._pd_inputs, _now_ms(), txn is not None)
+        if writes and txn is not None:
+            write_pd_lists(writes, idx.pb_by_name.get)
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
