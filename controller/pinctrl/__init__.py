@@ -8,7 +8,8 @@ any other import error is raised).  Layout: ``packet_in`` (decoding),
 ``service`` (the thread and its connection), ``sb_writes`` / ``buffered``
 (main-loop side), ``agent`` (what the daemon drives), ``handlers_*`` (the
 opcodes), ``frames`` / ``garp`` / ``dhcp*`` / ``dns`` (pure builders),
-``inject`` (``inject-pkt``), ``svc_monitor`` (LB health checks, opcode 18).
+``inject`` (``inject-pkt``), ``svc_monitor`` (LB health checks, opcode 18), ``igmp`` / ``mcast``
+(IGMP/MLD snooping and querier, opcode 16).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import importlib
 
 _HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
-                    "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor")
+                    "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor",
+                    "controller.pinctrl.mcast")
 
 
 def _load_handlers() -> None:

@@ -11,8 +11,9 @@ local datapaths changed, applies the pending SB work in this iteration's
 transaction (``sb_writes``), releases buffered packets the new MAC_Bindings
 resolve, and re-plans GARP/RARP announcements when an input may have
 changed (``garp``; the announcer is one of the service's periodic senders),
-and re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
-periodic sender).
+re-plans periodic IPv6 RAs when Port_Bindings changed (``ra``, another
+periodic sender), and syncs IP_Multicast / IGMP_Group with the snooping
+tables (``mcast``, whose querier is a third periodic sender).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -27,6 +28,7 @@ from typing import Any, Callable, Mapping
 from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
+from controller.pinctrl.mcast import McastSnoop, attach as attach_mcast, configs_from_rows
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
@@ -69,6 +71,12 @@ class Pinctrl:
         self.ra = RaSender(notify=self.service.wake)
         self.service.add_periodic(self.ra)
         self._ra_key: Any = ()          # () until the first plan
+        self.mcast = McastSnoop(notify_service=self.service.wake,
+                                notify_main=self.service.notify_main)
+        self.service.add_periodic(self.mcast)
+        attach_mcast(self.mcast)
+        self._mcast_key: Any = None
+        self._mcast_wrote = False
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -129,6 +137,35 @@ class Pinctrl:
             svc.send(self.buffered.release(rows, idx.pb_by_name.get))
         self._run_garp(sb, idx, chassis, local_datapaths, br_int, ovs_changed, active_tunnels)
         self._run_ra(sb, idx, chassis)
+        self._run_mcast(sb, idx, chassis, local_datapaths)
+
+    def _run_mcast(self, sb: Any, idx: Any, chassis: Any,
+                   local_datapaths: Mapping[uuidlib.UUID, Any]) -> None:
+        """ip_mcast_sync (needs the SB transaction and the chassis): IP_Multicast
+        config to the snooping tables, their groups to IGMP_Group.  Skipped
+        while none of its inputs changed and the last pass wrote nothing."""
+        txn = sb.txn
+        if chassis is None or txn is None or not sb.has_table("IP_Multicast") \
+                or not sb.has_table("IGMP_Group"):
+            return
+        t = sb.tracker
+        local = {int(ld.key): ld.datapath for ld in local_datapaths.values()}
+        key = (chassis.uuid, frozenset(local))
+        if not (self.mcast.dirty or self._mcast_wrote or key != self._mcast_key or t.reset
+                or any(t.has_changes(n) for n in ("IP_Multicast", "IGMP_Group", "Port_Binding",
+                                                   "Datapath_Binding"))):
+            return
+        self._mcast_key = key
+        _changed, flush = self.mcast.configure(
+            configs_from_rows(sb.table("IP_Multicast").values(), local))
+
+        def lport(dp_key: int, port_key: int) -> Any:
+            dp = idx.dp_by_key.get(dp_key)
+            return idx.pb_by_key.get((dp.uuid, port_key)) if dp is not None else None
+
+        self._mcast_wrote = self.mcast.sync(txn, sb.idl.tables["IGMP_Group"],
+                                            sb.table("IGMP_Group").values(), chassis, local,
+                                            lport, flush) > 0
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or

@@ -1,0 +1,85 @@
+"""Fuzzing the IGMP/MLD path: malformed frames are counted and dropped, never raise."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from controller.pinctrl import frames
+from controller.pinctrl.igmp import McastError, parse_igmp, parse_mld
+from controller.pinctrl.mcast import McastSnoop, load_config
+from controller.pinctrl.packet_in import PacketIn
+from controller.pinctrl.registry import dispatch
+from controller.pinctrl.state import EMPTY_VIEW
+from integration.mcast_frames import (
+    IGMP_QUERY, IGMPV2_REPORT, MLD_QUERY, MLD_REPORT, igmp_v2_frame, igmp_v3_report_frame,
+    mld_v1_frame, mld_v2_report_frame)
+from tests.pinctrl.test_igmp_mcast import row
+
+MAC = "0a:00:00:00:00:05"
+SEEDS = [
+    igmp_v2_frame(MAC, "10.0.0.5", IGMPV2_REPORT, "239.1.1.1"),
+    igmp_v2_frame(MAC, "10.0.0.5", IGMP_QUERY, "0.0.0.0"),
+    igmp_v3_report_frame(MAC, "10.0.0.5", [(2, "239.0.0.1", []), (1, "239.0.0.2", ["1.2.3.4"])]),
+    mld_v1_frame(MAC, "fe80::5", MLD_REPORT, "ff0e::1"),
+    mld_v1_frame(MAC, "fe80::5", MLD_QUERY, "::"),
+    mld_v2_report_frame(MAC, "fe80::5", [(4, "ff0e::1", []), (1, "ff0e::2", ["fe80::9"])]),
+]
+OP_IGMP_USERDATA = (16).to_bytes(4, "big") + bytes(4)
+
+
+def _pin(frame: bytes) -> PacketIn:
+    return PacketIn(packet=frame, table_id=0, cookie=0, reason=1, userdata=OP_IGMP_USERDATA,
+                    metadata=(("metadata", 1, None), ("reg14", 3, None)),
+                    continuation=None, properties=b"")
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> bytes:
+    seed = bytearray(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(0, 6))):
+        i = draw(st.integers(0, len(seed) - 1))
+        seed[i] = draw(st.integers(0, 255))
+    cut = draw(st.integers(0, len(seed)))
+    tail = draw(st.binary(max_size=64))
+    return bytes(seed[:cut]) + tail
+
+
+FRAMES = st.one_of(mutated(), st.binary(max_size=200))
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(FRAMES)
+def test_parsers_raise_only_mcast_error(frame: bytes) -> None:
+    try:
+        h = frames.parse(frame)
+    except frames.FrameError:
+        return
+    for parse in (parse_igmp, parse_mld):
+        try:
+            out = parse(frame, h)
+        except McastError:
+            continue
+        for op, group in out.ops:
+            assert len(group) == 16
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(FRAMES, min_size=1, max_size=8))
+def test_handler_never_raises_and_counts_bad_frames(batch: list[bytes]) -> None:
+    from controller.pinctrl.mcast import attach
+    s = McastSnoop(clock=lambda: 5_000_000)
+    s.configure({1: load_config(row(table_size=[10]))[0]})
+    attach(s)
+    drops = 0
+    for frame in batch:
+        out = dispatch(_pin(frame), EMPTY_VIEW)
+        if out.drop is not None:
+            drops += 1
+            assert not out.drop.startswith("opcode 16"), out.drop    # an exception escaped
+            assert out.messages == []
+        else:
+            assert len(out.messages) <= 1
+    assert s.stats["bad"] <= drops
+    s.run(5_000_000)
+    for members, _mrouters in s.view().values():
+        assert len(members) <= 10
