@@ -208,3 +208,31 @@ def test_leave_deletes_and_groups_age_out(agents: dict[str, Agent]) -> None:
     for kind, after in gone.items():
         # reports were injected before the leave; expiry has 1 s granularity
         assert after <= IDLE_S + 5, (kind, gone)
+
+
+def test_ip_multicast_flush_empties_the_rows(agents: dict[str, Agent]) -> None:
+    _, m1, ip1, _ = PORTS["vif1"]
+    joined = ("239.5.5.5", "sw", "hv1", ("sw-p1",))
+    for a in agents.values():
+        a.inject("vif1", igmp_v2_frame(m1, ip1, IGMPV2_REPORT, "239.5.5.5"))
+    assert _wait(lambda: all(joined in a.groups() for a in agents.values()), 10), \
+        {k: sorted(a.groups()) for k, a in agents.items()}
+    for a in agents.values():
+        a.box.sbctl("ip-multicast-flush", "sw")        # IP_Multicast.seq_no + 1
+    want = {("mrouters", "sw", "hv1", ())}            # the flush drops mrouter ports too
+    assert _wait(lambda: all(a.groups() == want for a in agents.values()), 10), \
+        {k: sorted(a.groups()) for k, a in agents.items()}
+
+
+def test_exit_deletes_every_igmp_group_row(agents: dict[str, Agent]) -> None:
+    _, m2, ip2, _ = PORTS["vif2"]
+    joined = ("239.6.6.6", "sw", "hv1", ("sw-p2",))
+    for a in agents.values():
+        a.inject("vif2", igmp_v2_frame(m2, ip2, IGMPV2_REPORT, "239.6.6.6"))
+    assert _wait(lambda: all(joined in a.groups() for a in agents.values()), 10), \
+        {k: sorted(a.groups()) for k, a in agents.items()}
+    for a in agents.values():
+        a.box.stop_daemon("northd")      # else northd deletes rows whose chassis went
+        a.box.appctl("controller", "exit")
+    assert _wait(lambda: not any(a.box.controller_alive() for a in agents.values()), 30)
+    assert {k: a.groups() for k, a in agents.items()} == {"c": set(), "py": set()}
