@@ -12,9 +12,10 @@ Checked:
 * reports (IGMPv1/v2/v3, MLDv1/v2) from two ports and a query from a third,
   injected with ``netdev-dummy/receive``: the IGMP_Group rows (address,
   datapath, chassis, ports by name, the ``mrouters`` row) of both agents are
-  the same and the expected ones; whatever the re-injected frames reach is
-  byte-identical (in this topology nothing: the query's _MC_flood_l2
-  re-injection reaches no VIF under either agent);
+  the same and the expected ones; the reports re-injected to
+  _MC_mrouter_flood reach sw-p3 (``mcast_flood_reports``) byte-identical
+  under both (the query's _MC_flood_l2 re-injection reaches no VIF under
+  either agent in this topology);
 * a leave deletes its row, and the remaining groups age out idle_timeout
   after the last report under both agents (loose bound; expiry has 1 s
   granularity in C).
@@ -54,6 +55,7 @@ _NB = ["--", "ls-add", "sw",
        f"other_config:mcast_idle_timeout={IDLE_S}"]
 for _lsp, _mac, _ip, _ip6 in PORTS.values():
     _NB += ["--", "lsp-add", "sw", _lsp, "--", "lsp-set-addresses", _lsp, f"{_mac} {_ip} {_ip6}"]
+_NB += ["--", "set", "Logical_Switch_Port", "sw-p3", "options:mcast_flood_reports=true"]
 
 IGMP_Q = igmp_query(bytes.fromhex(ETH_SRC.replace(":", "")), bytes((10, 0, 0, 254)), 1)
 MLD_Q = mld_query(bytes.fromhex(ETH_SRC.replace(":", "")),
@@ -178,9 +180,10 @@ def test_reports_make_the_same_igmp_group_rows(agents: dict[str, Agent]) -> None
         {k: sorted(a.groups()) for k, a in agents.items()}
     time.sleep(1.0)
     assert agents["py"].groups() == agents["c"].groups() == WANT
-    # whatever the re-injected frames reach (PO-F to 32770 / 32772) is alike
+    # reports re-injected to _MC_mrouter_flood reach sw-p3 (mcast_flood_reports)
     fwd = {k: {v: _non_queries(a, v, marks[k][v]) for v in PORTS} for k, a in agents.items()}
     assert fwd["py"] == fwd["c"], fwd
+    assert len(fwd["c"]["vif3"]) == 6, fwd
 
 
 def test_leave_deletes_and_groups_age_out(agents: dict[str, Agent]) -> None:
