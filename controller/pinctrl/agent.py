@@ -156,16 +156,20 @@ class Pinctrl:
                                                    "Datapath_Binding"))):
             return
         self._mcast_key = key
-        _changed, flush = self.mcast.configure(
-            configs_from_rows(sb.table("IP_Multicast").values(), local))
 
         def lport(dp_key: int, port_key: int) -> Any:
             dp = idx.dp_by_key.get(dp_key)
             return idx.pb_by_key.get((dp.uuid, port_key)) if dp is not None else None
 
-        self._mcast_wrote = self.mcast.sync(txn, sb.idl.tables["IGMP_Group"],
-                                            sb.table("IGMP_Group").values(), chassis, local,
-                                            lport, flush) > 0
+        try:
+            _changed, flush = self.mcast.configure(
+                configs_from_rows(sb.table("IP_Multicast").values(), local))
+            self._mcast_wrote = self.mcast.sync(txn, sb.idl.tables["IGMP_Group"],
+                                                sb.table("IGMP_Group").values(), chassis,
+                                                local, lport, flush) > 0
+        except Exception:
+            self._mcast_wrote = True            # retry next iteration
+            log.err_rl(_rl_failed, "IGMP_Group sync failed", exc_info=True)
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
