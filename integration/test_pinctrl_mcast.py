@@ -18,7 +18,12 @@ Checked:
   either agent in this topology);
 * a leave deletes its row, and the remaining groups age out idle_timeout
   after the last report under both agents (loose bound; expiry has 1 s
-  granularity in C).
+  granularity in C);
+* ``ovn-sbctl ip-multicast-flush`` (seq_no + 1) leaves only an empty
+  ``mrouters`` row; an invalid ``mcast_ip4_src`` stops the IGMP queries but
+  not the MLD ones, ``mcast_querier=false`` stops both, re-enabling resumes;
+* ``exit`` deletes every IGMP_Group row (northd stopped first, so only the
+  agent can have deleted them).
 """
 
 from __future__ import annotations
@@ -225,6 +230,37 @@ def test_ip_multicast_flush_empties_the_rows(agents: dict[str, Agent]) -> None:
     want = {("mrouters", "sw", "hv1", ())}            # the flush drops mrouter ports too
     assert _wait(lambda: all(a.groups() == want for a in agents.values()), 10), \
         {k: sorted(a.groups()) for k, a in agents.items()}
+
+
+def _queries_since(a: Agent, since: float) -> tuple[int, int]:
+    sent = [f for t, f in a.sent("vif1") if t > since]
+    return sum(map(_is_igmp_query, sent)), sum(map(_is_mld_query, sent))
+
+
+def test_querier_config_changes_act_alike(agents: dict[str, Agent]) -> None:
+    for a in agents.values():
+        a.box.nbctl("--wait=sb", "set", "Logical_Switch", "sw",
+                    "other_config:mcast_ip4_src=bogus")
+    time.sleep(1.0)
+    since = time.time()
+    time.sleep(3 * QUERY_S + 1)
+    counts = {k: _queries_since(a, since) for k, a in agents.items()}
+    for kind, (n4, n6) in counts.items():     # IPv4 querier off, MLD goes on
+        assert n4 == 0 and n6 >= 3, counts
+    for a in agents.values():
+        a.box.nbctl("--wait=sb", "set", "Logical_Switch", "sw",
+                    "other_config:mcast_querier=false")
+    time.sleep(1.0)
+    since = time.time()
+    time.sleep(2 * QUERY_S + 1)
+    counts = {k: _queries_since(a, since) for k, a in agents.items()}
+    assert counts == {"c": (0, 0), "py": (0, 0)}, counts
+    for a in agents.values():
+        a.box.nbctl("--wait=sb", "set", "Logical_Switch", "sw",
+                    "other_config:mcast_querier=true", f"other_config:mcast_ip4_src={IP4_SRC}")
+    since = time.time()
+    assert _wait(lambda: all(min(_queries_since(a, since)) >= 1 for a in agents.values()),
+                 2 * QUERY_S + 5), {k: _queries_since(a, since) for k, a in agents.items()}
 
 
 def test_exit_deletes_every_igmp_group_row(agents: dict[str, Agent]) -> None:
