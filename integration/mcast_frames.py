@@ -44,14 +44,27 @@ def igmp_v2_frame(src_mac: str, src_ip: str, igmp_type: int, group: str,
     return ethernet(dst_mac, src_mac, ETH_IP4, ipv4(src_ip, dst_ip, PROTO_IGMP, body, ttl=1))
 
 
+def _ipv4_router_alert(src: str, dst: str, payload: bytes) -> bytes:
+    """IPv4 header with the Router Alert option (IHL 6), TTL 1, as hosts send
+    IGMP, then ``payload``."""
+    header = bytearray(struct.pack("!BBHHHBBH4s4s4s", 0x46, 0xC0, 24 + len(payload), 0, 0x4000,
+                                   1, PROTO_IGMP, 0, ip4_bytes(src), ip4_bytes(dst),
+                                   bytes((0x94, 4, 0, 0))))
+    struct.pack_into("!H", header, 10, inet_checksum(bytes(header)))
+    return bytes(header) + payload
+
+
 def igmp_v3_report_frame(src_mac: str, src_ip: str,
-                         records: list[tuple[int, str, list[str]]]) -> bytes:
-    """IGMPv3 report to 224.0.0.22: records of (type, group, sources)."""
+                         records: list[tuple[int, str, list[str]]],
+                         router_alert: bool = False) -> bytes:
+    """IGMPv3 report to 224.0.0.22: records of (type, group, sources);
+    ``router_alert`` adds the IPv4 Router Alert option Linux hosts send."""
     recs = b"".join(struct.pack("!BBH4s", t, 0, len(srcs), ip4_bytes(g))
                     + b"".join(ip4_bytes(s) for s in srcs) for t, g, srcs in records)
     body = _igmp(bytearray(struct.pack("!BBHHH", IGMPV3_REPORT, 0, 0, 0, len(records)) + recs))
-    return ethernet(igmp_mac("224.0.0.22"), src_mac, ETH_IP4,
-                    ipv4(src_ip, "224.0.0.22", PROTO_IGMP, body, ttl=1))
+    ip = _ipv4_router_alert(src_ip, "224.0.0.22", body) if router_alert \
+        else ipv4(src_ip, "224.0.0.22", PROTO_IGMP, body, ttl=1)
+    return ethernet(igmp_mac("224.0.0.22"), src_mac, ETH_IP4, ip)
 
 
 def _hbh(payload: bytes) -> bytes:

@@ -163,6 +163,7 @@ def _non_queries(a: Agent, vif: str, since: int) -> list[str]:
 WANT = {("239.1.1.1", "sw", "hv1", ("sw-p1", "sw-p2")),
         ("239.1.1.2", "sw", "hv1", ("sw-p1",)),
         ("239.1.1.4", "sw", "hv1", ("sw-p2",)),
+        ("239.1.1.5", "sw", "hv1", ("sw-p2",)),
         ("ff0e::1", "sw", "hv1", ("sw-p1",)),
         ("ff0e::2", "sw", "hv1", ("sw-p2",)),
         ("mrouters", "sw", "hv1", ("sw-p3",))}
@@ -179,7 +180,8 @@ def test_reports_make_the_same_igmp_group_rows(agents: dict[str, Agent]) -> None
                  mld_v1_frame(m1, ip61, MLD_REPORT, "ff0e::1"))
         a.inject("vif2", igmp_v2_frame(m2, ip2, IGMPV1_REPORT, "239.1.1.1"),
                  igmp_v2_frame(m2, ip2, IGMPV2_REPORT, "239.1.1.4"),
-                 mld_v2_report_frame(m2, ip62, [(4, "ff0e::2", []), (3, "ff0e::3", [])]))
+                 mld_v2_report_frame(m2, ip62, [(4, "ff0e::2", []), (3, "ff0e::3", [])]),
+                 igmp_v3_report_frame(m2, ip2, [(4, "239.1.1.5", [])], router_alert=True))
         a.inject("vif3", igmp_v2_frame(m3, ip3, IGMP_QUERY, "0.0.0.0", max_resp=100))
     assert _wait(lambda: all(a.groups() == WANT for a in agents.values()), 30), \
         {k: sorted(a.groups()) for k, a in agents.items()}
@@ -188,7 +190,7 @@ def test_reports_make_the_same_igmp_group_rows(agents: dict[str, Agent]) -> None
     # reports re-injected to _MC_mrouter_flood reach sw-p3 (mcast_flood_reports)
     fwd = {k: {v: _non_queries(a, v, marks[k][v]) for v in PORTS} for k, a in agents.items()}
     assert fwd["py"] == fwd["c"], fwd
-    assert len(fwd["c"]["vif3"]) == 6, fwd
+    assert len(fwd["c"]["vif3"]) == 7, fwd
 
 
 def test_leave_deletes_and_groups_age_out(agents: dict[str, Agent]) -> None:

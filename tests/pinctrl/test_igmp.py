@@ -61,6 +61,12 @@ def test_igmp_v3_records_include_without_sources_is_a_leave() -> None:
                                (JOIN, g4("239.0.0.5")))
 
 
+def test_igmp_v3_behind_the_router_alert_option() -> None:
+    frame = igmp_v3_report_frame(MAC, IP, [(4, "239.0.0.7", [])], router_alert=True)
+    assert frame[14] == 0x46
+    assert igmp(frame).ops == ((JOIN, g4("239.0.0.7")),)
+
+
 def test_igmp_v3_unknown_record_type_stalls_the_walk_as_ovs() -> None:
     frame = igmp_v3_report_frame(MAC, IP, [(2, "239.0.0.1", []), (9, "239.0.0.2", []),
                                            (2, "239.0.0.3", [])])
