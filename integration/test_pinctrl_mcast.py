@@ -249,6 +249,11 @@ def test_querier_config_changes_act_alike(agents: dict[str, Agent]) -> None:
     counts = {k: _queries_since(a, since) for k, a in agents.items()}
     for kind, (n4, n6) in counts.items():     # IPv4 querier off, MLD goes on
         assert n4 == 0 and n6 >= 3, counts
+    # the same warning, module and level under both (rate-limited: at least once)
+    warned = {k: {ln.split("|", 2)[-1] for ln in a.box.log_tail(lines=400).splitlines()
+                  if "Querier" in ln} for k, a in agents.items()}
+    assert warned["py"] == warned["c"] == \
+        {"pinctrl|WARN|IGMP Querier enabled with invalid IPv4 src address"}, warned
     for a in agents.values():
         a.box.nbctl("--wait=sb", "set", "Logical_Switch", "sw",
                     "other_config:mcast_querier=false")
