@@ -22,6 +22,7 @@ Checked:
 * ``ovn-sbctl ip-multicast-flush`` (seq_no + 1) leaves only an empty
   ``mrouters`` row; an invalid ``mcast_ip4_src`` stops the IGMP queries but
   not the MLD ones, ``mcast_querier=false`` stops both, re-enabling resumes;
+* bad IGMP / MLD checksums: the same two warnings under both, no row;
 * ``exit`` deletes every IGMP_Group row (northd stopped first, so only the
   agent can have deleted them).
 """
@@ -29,6 +30,7 @@ Checked:
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -268,6 +270,30 @@ def test_querier_config_changes_act_alike(agents: dict[str, Agent]) -> None:
     since = time.time()
     assert _wait(lambda: all(min(_queries_since(a, since)) >= 1 for a in agents.values()),
                  2 * QUERY_S + 5), {k: _queries_since(a, since) for k, a in agents.items()}
+
+
+def test_bad_checksums_are_warned_and_dropped_alike(agents: dict[str, Agent]) -> None:
+    _, m1, ip1, ip61 = PORTS["vif1"]
+    bad4 = bytearray(igmp_v2_frame(m1, ip1, IGMPV2_REPORT, "239.7.7.7"))
+    bad4[-5] ^= 0xFF                                   # IGMP checksum byte
+    bad6 = bytearray(mld_v1_frame(m1, ip61, MLD_REPORT, "ff0e::77"))
+    bad6[-1] ^= 0x01                                   # group address
+    for a in agents.values():
+        a.inject("vif1", bytes(bad4), bytes(bad6))
+    want = {"pinctrl(ovn_pinctrlN)|WARN|multicast snooping received bad IGMP checksum",
+            "pinctrl(ovn_pinctrlN)|WARN|multicast snooping received bad MLD checksum"}
+
+    def warned(a: Agent) -> set[str]:
+        # C's thread number comes from a process-wide counter of started
+        # threads (0 or 1 from run to run): free, normalised
+        return {re.sub(r"\(ovn_pinctrl\d+\)", "(ovn_pinctrlN)", ln.split("|", 2)[-1])
+                for ln in a.box.log_tail(lines=400).splitlines()
+                if "bad IGMP" in ln or "bad MLD" in ln}
+    assert _wait(lambda: all(warned(a) == want for a in agents.values()), 10), \
+        {k: warned(a) for k, a in agents.items()}
+    time.sleep(1.0)
+    for kind, a in agents.items():
+        assert not any(g[0] in ("239.7.7.7", "ff0e::77") for g in a.groups()), kind
 
 
 def test_exit_deletes_every_igmp_group_row(agents: dict[str, Agent]) -> None:

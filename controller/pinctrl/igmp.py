@@ -12,7 +12,7 @@ Two pure-data parts, no OpenFlow and no threads:
   what ``flow_extract`` puts in ``tp_src`` (0 when the L4 payload is shorter
   than 8 bytes or the frame is a later fragment); the checksum must verify
   over the whole L4 payload (IGMP plain, MLD with the IPv6 pseudo-header),
-  else :class:`McastError` -- the frame is counted, logged and dropped, never
+  else :class:`McastError` -- the frame is counted, warned and dropped, never
   forwarded.  IGMPv1/v2 report -> join of the header's group, leave ->
   leave, query -> mrouter port; IGMPv3 report -> per record, INCLUDE /
   TO_INCLUDE with no source is a leave, anything else of types 1-6 a join;

@@ -29,6 +29,10 @@ lock shared by both sides:
   with port = reg14, and the frame re-injected as C's PO-F (metadata,
   reg14 = in port, reg15 = 32770 ``_MC_mrouter_flood`` for reports and
   leaves, 32772 ``_MC_flood_l2`` for queries, resubmit(CONTROLLER, 37)).
+  A rejected message (bad checksum, not IP) is counted in
+  ``stats['bad']``, warned with C's text through a limiter per C call site
+  (1/min, burst 5 each, so a bad IGMP checksum cannot hide a bad MLD one
+  as the service's shared drop limiter would) and not forwarded.
   :meth:`McastSnoop.run` is a periodic sender: it ages the tables
   (``mcast_snooping_run``) and sends the general queries that are due: the
   first as soon as the querier exists, then every query_interval s (next =
@@ -100,6 +104,11 @@ PORT_BURST, PORT_RATE = 500, 100.0       # membership changes per port (burst, p
 _MODULE = "pinctrl"
 _rl_cfg = RateLimiter(per_minute=1, burst=5)
 _rl_limit = RateLimiter(per_minute=1, burst=5)
+# One limiter per C call site (VLOG_RATE_LIMIT_INIT(1, 5) each), so a bad
+# IGMP checksum does not silence the bad MLD one.
+_rl_non_ip = RateLimiter(per_minute=1, burst=5)
+_rl_bad_igmp = RateLimiter(per_minute=1, burst=5)
+_rl_bad_mld = RateLimiter(per_minute=1, burst=5)
 _IGMP_DST_MAC, _IGMP_DST = bytes.fromhex("01005e000001"), bytes((224, 0, 0, 1))
 _MLD_DST_MAC = bytes.fromhex("333300000000")
 _ALL_HOSTS6 = bytes.fromhex("ff020000000000000000000000000001")
@@ -469,7 +478,9 @@ class McastSnoop:
         except FrameError as e:
             return Outcome(drop="IGMP action: %s" % e)
         if h.dl_type not in (frames.ETH_TYPE_IP, frames.ETH_TYPE_IPV6):
-            return Outcome(drop="IGMP action on non-IP packet (eth_type 0x%x)" % h.dl_type)
+            with self._lock:
+                self.stats["bad"] += 1
+            return _warn("IGMP action on non-IP packet (eth_type 0x%x)" % h.dl_type, _rl_non_ip)
         dp_key = pin.reg("metadata")
         port = pin.reg("reg14")
         with self._lock:
@@ -482,7 +493,7 @@ class McastSnoop:
         except McastError as e:
             with self._lock:
                 self.stats["bad"] += 1
-            return Outcome(drop=str(e))
+            return _warn(str(e), _rl_bad_igmp if h.dl_type == frames.ETH_TYPE_IP else _rl_bad_mld)
         now = self._now()
         intents: list[Any] = []
         changed = False
@@ -524,6 +535,12 @@ class McastSnoop:
     def query_time_ms(self, dp_key: int) -> int:
         with self._lock:
             return self._inst[dp_key].query_time_ms
+
+
+def _warn(text: str, limiter: RateLimiter) -> Outcome:
+    """A message C rejects: nothing sent, counted in ``stats['bad']`` by the
+    caller, warned through the limiter of that C call site."""
+    return Outcome(intents=[LogIntent(_MODULE, "warn", text, limiter)])
 
 
 def _group_bytes(text: str) -> bytes | None:

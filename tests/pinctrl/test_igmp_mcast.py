@@ -160,19 +160,22 @@ def test_disabled_or_unknown_datapath_is_ignored() -> None:
     assert s.handle(pin(f, dp=77)).messages == []
 
 
-def test_bad_checksum_is_a_counted_drop_not_forwarded() -> None:
+def test_bad_checksum_is_counted_warned_not_forwarded() -> None:
     s, _ = snoop(Clock())
     f = bytearray(mld_v1_frame(MAC, "fe80::5", MLD_REPORT, "ff0e::1"))
     f[-3] ^= 0xFF
     out = s.handle(pin(bytes(f)))
-    assert out.drop == "multicast snooping received bad MLD checksum" and out.messages == []
+    assert out.drop is None and out.messages == []
+    assert [(i.level, i.text) for i in out.intents] == \
+        [("warn", "multicast snooping received bad MLD checksum")]
     assert s.stats["bad"] == 1
 
 
-def test_non_ip_is_dropped() -> None:
+def test_non_ip_is_counted_and_warned() -> None:
     s, _ = snoop(Clock())
     out = s.handle(pin(bytes(12) + b"\x08\x06" + bytes(28)))
-    assert out.drop is not None and out.drop.startswith("IGMP action on non-IP packet")
+    assert out.messages == [] and s.stats["bad"] == 1
+    assert [i.text for i in out.intents] == ["IGMP action on non-IP packet (eth_type 0x806)"]
 
 
 def test_per_port_rate_limit_on_membership_changes() -> None:
