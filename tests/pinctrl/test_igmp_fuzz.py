@@ -47,7 +47,7 @@ def mutated(draw: st.DrawFn) -> bytes:
 FRAMES = st.one_of(mutated(), st.binary(max_size=200))
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(FRAMES)
 def test_parsers_raise_only_mcast_error(frame: bytes) -> None:
     try:
@@ -63,7 +63,7 @@ def test_parsers_raise_only_mcast_error(frame: bytes) -> None:
             assert len(group) == 16
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(FRAMES, min_size=1, max_size=8))
 def test_handler_never_raises_and_counts_bad_frames(batch: list[bytes]) -> None:
     from controller.pinctrl.mcast import attach
@@ -87,3 +87,20 @@ def test_handler_never_raises_and_counts_bad_frames(batch: list[bytes]) -> None:
     s.run(5_000_000)
     for members, _mrouters in s.view().values():
         assert len(members) <= 10
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40), st.text(max_size=40),
+       st.lists(st.integers(-2**40, 2**40), max_size=1), st.lists(st.integers(-2**40, 2**40),
+                                                                    max_size=1))
+def test_config_loader_never_raises(eth: str, ip4: str, ip6: str, idle: list[int],
+                                    size: list[int]) -> None:
+    cfg, warnings = load_config(row(eth_src=eth, ip4_src=ip4, ip6_src=ip6, idle_timeout=idle,
+                                    table_size=size))
+    assert 0 <= cfg.idle_time_s < 2**32 and 0 <= cfg.table_size < 2**32
+    assert cfg.querier == (cfg.querier_v4 or cfg.querier_v6)
+    if cfg.querier_v4:
+        assert len(cfg.ip4_src) == 4 and len(cfg.eth_src) == 6
+    if cfg.querier_v6:
+        assert len(cfg.ip6_src) == 16 and len(cfg.eth_src) == 6
+    assert all(isinstance(w, str) for w in warnings)
