@@ -607,6 +607,9 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if sb is not None:
             done &= binding_cleanup(sb.txn, sb.table("Port_Binding"), self.chassis)
             done &= chassis_cleanup(sb.txn, self.chassis, self.chassis_private)
+            if sb.has_table("IGMP_Group"):          # ip-mcast.c igmp_group_cleanup
+                from controller.pinctrl.mcast import cleanup as igmp_group_cleanup
+                done &= igmp_group_cleanup(sb.txn, sb.table("IGMP_Group").values())
             if done:
                 self.chassis = self.chassis_private = None
         done &= encaps_cleanup(self.ovs.txn, br_int)

@@ -9,7 +9,8 @@ any other import error is raised).  Layout: ``packet_in`` (decoding),
 (main-loop side), ``agent`` (what the daemon drives), ``handlers_*`` (the
 opcodes), ``frames`` / ``garp`` / ``dhcp*`` / ``dns`` (pure builders),
 ``inject`` (``inject-pkt``), ``svc_monitor`` (LB health checks, opcode 18),
-``bfd_router`` (router BFD, opcode 23),
+``bfd_router`` (router BFD, opcode 23), ``igmp`` / ``mcast`` (IGMP/MLD snooping
+and querier, opcode 16),
 ``prefix_delegation`` (DHCPv6 PD client, opcode 19).
 """
 
@@ -20,7 +21,8 @@ import importlib
 _HANDLER_MODULES = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
                     "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor",
                     "controller.pinctrl.bfd_router",
-                    "controller.pinctrl.prefix_delegation")
+                    "controller.pinctrl.prefix_delegation",
+                    "controller.pinctrl.mcast")
 
 
 def _load_handlers() -> None:

@@ -16,7 +16,9 @@ periodic sender), and runs router BFD (``bfd_router.BfdSessions.sync`` every
 iteration, as bfd_monitor_run; the session table is a periodic sender too),
 and runs the DHCPv6 prefix-delegation states every iteration
 (``prefix_delegation``: re-planned on Port_Binding/datapath changes,
-delegated prefixes written to ``ipv6_ra_pd_list``).
+delegated prefixes written to ``ipv6_ra_pd_list``), and syncs IP_Multicast /
+IGMP_Group with the snooping tables (``mcast``, whose querier is another
+periodic sender).
 :meth:`Pinctrl.wait` arms the wake-ups (service notifications, the next
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
@@ -32,6 +34,7 @@ from controller.coverage import COVERAGE, Coverage
 from controller.pinctrl import bfd_router
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
+from controller.pinctrl.mcast import McastSnoop, attach as attach_mcast, configs_from_rows
 from controller.pinctrl.prefix_delegation import (
     PdInputs, PrefixDelegation, attach as attach_pd, pd_inputs, write_pd_lists)
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
@@ -92,6 +95,12 @@ class Pinctrl:
         attach_pd(self.pd)
         self._pd_key: Any = ()
         self._pd_inputs = PdInputs()
+        self.mcast = McastSnoop(notify_service=self.service.wake,
+                                notify_main=self.service.notify_main)
+        self.service.add_periodic(self.mcast)
+        attach_mcast(self.mcast)
+        self._mcast_key: Any = None
+        self._mcast_wrote = False
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
@@ -154,6 +163,7 @@ class Pinctrl:
         self._run_ra(sb, idx, chassis)
         self._run_bfd(sb, idx, chassis, active_tunnels)
         self._run_pd(sb, idx, chassis, local_datapaths, active_tunnels)
+        self._run_mcast(sb, idx, chassis, local_datapaths)
 
     def _run_bfd(self, sb: Any, idx: Any, chassis: Any, active_tunnels: frozenset[str]) -> None:
         """bfd_monitor_run: sessions follow the SB BFD rows every iteration;
@@ -195,6 +205,38 @@ class Pinctrl:
         writes = self.pd.update(self._pd_inputs, _now_ms(), txn is not None)
         if writes and txn is not None:
             write_pd_lists(writes, idx.pb_by_name.get)
+
+    def _run_mcast(self, sb: Any, idx: Any, chassis: Any,
+                   local_datapaths: Mapping[uuidlib.UUID, Any]) -> None:
+        """ip_mcast_sync (needs the SB transaction and the chassis): IP_Multicast
+        config to the snooping tables, their groups to IGMP_Group.  Skipped
+        while none of its inputs changed and the last pass wrote nothing."""
+        txn = sb.txn
+        if chassis is None or txn is None or not sb.has_table("IP_Multicast") \
+                or not sb.has_table("IGMP_Group"):
+            return
+        t = sb.tracker
+        local = {int(ld.key): ld.datapath for ld in local_datapaths.values()}
+        key = (chassis.uuid, frozenset(local))
+        if not (self.mcast.dirty or self._mcast_wrote or key != self._mcast_key or t.reset
+                or any(t.has_changes(n) for n in ("IP_Multicast", "IGMP_Group", "Port_Binding",
+                                                   "Datapath_Binding"))):
+            return
+        self._mcast_key = key
+
+        def lport(dp_key: int, port_key: int) -> Any:
+            dp = idx.dp_by_key.get(dp_key)
+            return idx.pb_by_key.get((dp.uuid, port_key)) if dp is not None else None
+
+        try:
+            _changed, flush = self.mcast.configure(
+                configs_from_rows(sb.table("IP_Multicast").values(), local))
+            self._mcast_wrote = self.mcast.sync(txn, sb.idl.tables["IGMP_Group"],
+                                                sb.table("IGMP_Group").values(), chassis,
+                                                local, lport, flush) > 0
+        except Exception:
+            self._mcast_wrote = True            # retry next iteration
+            log.err_rl(_rl_failed, "IGMP_Group sync failed", exc_info=True)
 
     def _run_ra(self, sb: Any, idx: Any, chassis: Any) -> None:
         """Periodic RAs (prepare_ipv6_ras): re-planned when Port_Bindings or
