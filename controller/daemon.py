@@ -463,6 +463,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         ls.stage_done("commit")
         COVERAGE.run()
         self.memory_monitor.run(self.memory_report)
+        self.lflow.cache.run()          # the trim after ovn-trim-timeout-ms idle
         self._wait(poller)
         ls.end()
         if self._timeline is not None:
@@ -643,6 +644,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             self.unixctl.wait(poller)
         if self.pinctrl is not None:
             self.pinctrl.wait(poller)
+        self.lflow.cache.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
         if self.st.starting_up:
