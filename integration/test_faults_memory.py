@@ -11,7 +11,8 @@
   inactivity ... trimming memory" and count a trim; ours and C's.
 * Turning the cache off flushes and trims it (trim count), twice.
 
-The figures are printed (``pytest -s``) for the report.
+The two seed-100 tests are marked slow.  The figures are printed
+(``pytest -s``) for the report.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def synced_rss(box: Sandbox, **knobs: str) -> tuple[int, dict[str, int]]:
     return rss, stats
 
 
+@pytest.mark.slow
 def test_low_lflow_cache_limit_bounds_rss(sandbox_factory: SandboxFactory) -> None:
     box = sandbox_factory(northd=True)
     build_seed(box, SEED)
@@ -117,6 +119,7 @@ def set_cache(box: Sandbox, enabled: bool) -> tuple[int, dict[str, int]]:
     return rss_kb(agent(box).pid), cache_stats(box)
 
 
+@pytest.mark.slow
 def test_cache_off_flushes_and_trims(sandbox_factory: SandboxFactory) -> None:
     """Off, on (refilled), off: each flush empties the cache and trims.  (RSS
     is printed, not bounded: the lflow recompute each toggle causes leaves
