@@ -385,7 +385,13 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                 self._sb_replaced_until = time.monotonic() + SB_REFILL_HOLD_S
             elif self._sb_replaced is None and sb.has_table("SB_Global"):
                 sbg = sb.first("SB_Global")
-                if sbg is not None:
+                if sb.tracker["SB_Global"].deleted:
+                    # SB_Global deleted (northd may have made a new one in the
+                    # same run): the SB was wiped in place, every row deleted
+                    # in one transaction; hold the flows as for a reset.
+                    self._sb_replaced = self._sb_nb_cfg
+                    self._sb_replaced_until = time.monotonic() + SB_REFILL_HOLD_S
+                elif sbg is not None:
                     self._sb_nb_cfg = int(sbg.nb_cfg)
             if sb_res.reset or (not self._sb_loaded and sb.has_ever_connected):
                 self.st.idx.rebuild({t: sb.table(t) for t in self.st.idx.tables
@@ -457,6 +463,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         ls.stage_done("commit")
         COVERAGE.run()
         self.memory_monitor.run(self.memory_report)
+        self.lflow.cache.run()          # the trim after ovn-trim-timeout-ms idle
         self._wait(poller)
         ls.end()
         if self._timeline is not None:
@@ -640,6 +647,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             self.unixctl.wait(poller)
         if self.pinctrl is not None:
             self.pinctrl.wait(poller)
+        self.lflow.cache.wait(poller)
         if self.st.rt.postponed:
             poller.timer_wait(500)
         if self.st.starting_up:

@@ -24,22 +24,51 @@ applied here the way the C cache applies them:
   flushes it; changing the trim settings of an enabled cache may trim.
 
 "Trimming" (``ovn-trim-limit-lflow-cache``, ``ovn-trim-wmark-perc-lflow-cache``)
-has nothing to give back to the allocator in Python; it keeps the C
-bookkeeping (high watermark reset, ``trim count``) so ``lflow-cache/show-stats``
-prints the same numbers.  The accounted size of an entry is a fixed overhead
-plus the caller-supplied value size, as in C.
+keeps the C bookkeeping (high watermark reset, ``trim count``) so
+``lflow-cache/show-stats`` prints the same numbers, and asks glibc to give
+freed heap pages back to the kernel (``malloc_trim(0)``; Python's own small
+object arenas are unmapped by Python once empty).  As in C, a trim is also
+forced after ``ovn-trim-timeout-ms`` (at least 1 s) without cache activity
+(an add, a delete, a flush or a trim): the main loop calls :meth:`run` every
+iteration and :meth:`wait` arms the timer.  The accounted size of an entry
+is a fixed overhead plus the caller-supplied value size, as in C.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
+import time
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import cachetools
+import ovs.poller
+import structlog
 
 from controller.coverage import COVERAGE
+from controller.vlog import RateLimiter
+
+log = structlog.get_logger("memory_trim")
+_rl_trim = RateLimiter(per_minute=5, burst=1)
+MIN_TRIM_TIMEOUT_MS = 1000
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None (another libc)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        fn = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return fn  # type: ignore[no-any-return]
+
+
+_malloc_trim = _load_malloc_trim()
 
 UINT32_MAX = 0xFFFFFFFF
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
@@ -127,7 +156,7 @@ class LflowCache:
 
     __slots__ = ("_kinds", "_index", "n_entries", "high_watermark", "capacity", "max_mem",
                  "trim_limit", "trim_wmark_perc", "trim_timeout_ms", "trim_count",
-                 "enabled", "hits", "misses")
+                 "enabled", "hits", "misses", "last_active", "recently_active")
 
     def __init__(self, config: LflowCacheConfig | None = None) -> None:
         self._kinds: tuple[cachetools.Cache[uuidlib.UUID, LflowCacheValue], ...] = tuple(
@@ -144,6 +173,8 @@ class LflowCache:
         self.enabled = False
         self.hits = 0
         self.misses = 0
+        self.last_active = 0.0          # time.monotonic() of the last activity
+        self.recently_active = False
         self.configure(config or LflowCacheConfig())
 
     # ------------------------------------------------------------ config
@@ -169,11 +200,47 @@ class LflowCache:
         self.max_mem = max_mem
         self.trim_limit = config.trim_limit
         self.trim_wmark_perc = wmark
-        self.trim_timeout_ms = config.trim_timeout_ms
+        if config.trim_timeout_ms < MIN_TRIM_TIMEOUT_MS:
+            if _rl_trim.allow():
+                log.warning(f"Invalid requested trim timeout: requested "
+                            f"{config.trim_timeout_ms} ms, using 1000 ms instead")
+            self.trim_timeout_ms = MIN_TRIM_TIMEOUT_MS
+        else:
+            self.trim_timeout_ms = config.trim_timeout_ms
         if need_flush:
+            self._record_activity()
             self.flush()
         elif need_trim:
+            self._record_activity()
             self._trim(False)
+
+    # ------------------------------------------------------------ inactivity trim
+    def _record_activity(self) -> None:
+        self.last_active = time.monotonic()
+        self.recently_active = True
+
+    def run(self, now: float | None = None) -> bool:
+        """Trim once the cache was idle for trim_timeout_ms after activity
+        (lflow_cache_run()); True if it trimmed."""
+        if not self.recently_active:
+            return False
+        now = time.monotonic() if now is None else now
+        idle_ms = (now - self.last_active) * 1000
+        if idle_ms < self.trim_timeout_ms:
+            return False
+        if _rl_trim.allow():
+            log.info(f"Detected inactivity (last active {int(idle_ms)} ms ago): "
+                     "trimming memory")
+        self.recently_active = False
+        self._trim(True)
+        return True
+
+    def wait(self, poller: ovs.poller.Poller, now: float | None = None) -> None:
+        """Wake the loop when the inactivity trim is due."""
+        if self.recently_active:
+            now = time.monotonic() if now is None else now
+            due_ms = self.last_active * 1000 + self.trim_timeout_ms - now * 1000
+            poller.timer_wait(max(0, int(due_ms) + 1))
 
     # ------------------------------------------------------------ entries
     def _add(self, lflow_uuid: uuidlib.UUID | None, value: LflowCacheValue) -> bool:
@@ -187,6 +254,7 @@ class LflowCache:
         if self.n_entries >= self.capacity and not self._make_room(value.type):
             COVERAGE.inc("lflow_cache_full")
             return False
+        self._record_activity()
         COVERAGE.inc(_ADD_COUNTER[value.type]); COVERAGE.inc("lflow_cache_add")  # noqa: E702
         self._kinds[value.type][lflow_uuid] = value
         self._index[lflow_uuid] = value
@@ -243,6 +311,7 @@ class LflowCache:
             COVERAGE.inc("lflow_cache_delete")
             self._remove(lflow_uuid)
             self._trim(False)
+            self._record_activity()
 
     def flush(self) -> None:
         COVERAGE.inc("lflow_cache_flush")
@@ -257,9 +326,11 @@ class LflowCache:
         upper = self.high_watermark * self.trim_wmark_perc // 100
         if not force and (self.high_watermark <= self.trim_limit or self.n_entries > upper):
             return
+        COVERAGE.inc("lflow_cache_trim")
+        if _malloc_trim is not None:
+            _malloc_trim(0)
         self.high_watermark = self.n_entries
         self.trim_count += 1
-        COVERAGE.inc("lflow_cache_trim")
 
     def count(self, type_: int) -> int:
         return len(self._kinds[type_])

@@ -389,8 +389,7 @@ def const_set_from_integers(values: list[str]) -> ConstantSet:
         elif tok.type == lx.T_MASKED_INTEGER:
             out.append(Constant(tok.value, tok.mask, tok.format, True))
         elif _invalid_entry_rl.allow():
-            log.warning("invalid constant set entry", entry=text,
-                        token_type=lx.TOKEN_NAMES[tok.type])
+            log.warning(f"Invalid constant set entry: '{text}', token type: {tok.type}")
     out.sort(key=Constant.sort_key)
     return ConstantSet(out, C_INTEGER, True)
 
