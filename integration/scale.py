@@ -39,6 +39,7 @@ asserts on a small N.  ``python -m integration.scale --help``.
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import signal
@@ -526,13 +527,37 @@ def _timed(fn: Callable[[], object]) -> float:
     return round(time.monotonic() - start, 3)
 
 
+def _northd_sb_connected_s(c: Central, since_wall: float) -> float | None:
+    """Seconds from `since_wall` to northd's last SB connection after it
+    (from its log: the one that found the leader), None if none."""
+    d = c.daemons.get("northd")
+    if d is None:
+        return None
+    try:
+        lines = d.log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    last = None
+    for line in lines:
+        if not line.endswith(": connected") or "/sb" not in line:
+            continue
+        try:
+            stamp = calendar.timegm(time.strptime(line[:19], "%Y-%m-%dT%H:%M:%S")) \
+                + float("0" + line[19:23])
+        except ValueError:
+            continue
+        if stamp >= since_wall:
+            last = round(stamp - since_wall, 3)
+    return last
+
+
 def measure_fault(cl: ScaleCluster, name: str, fault: Callable[[], None],
                   repair: Callable[[], None], settled: dict[str, int],
                   log: Callable[[str], None]) -> dict[str, Any]:
     """Run a fault with the flow sampler on; time until --wait=hv works again."""
     with FlowSampler(cl.sampled()) as sampler:
         time.sleep(0.5)
-        start = time.monotonic()
+        start, wall = time.monotonic(), time.time()
         fault()
         cl.c.wait_hv(timeout=600)
         recovered = round(time.monotonic() - start, 3)
@@ -540,11 +565,13 @@ def measure_fault(cl: ScaleCluster, name: str, fault: Callable[[], None],
     repair()
     ratio = min((sampler.minimum[ch] / settled[ch]) if settled[ch] else 1.0
                 for ch in sampler.minimum)
+    northd = _northd_sb_connected_s(cl.c, wall)
     log(f"  fault {name}: --wait=hv works again after {recovered:.2f} s, "
-        f"min flows {100 * ratio:.1f}% of settled")
+        f"min flows {100 * ratio:.1f}% of settled"
+        + (f" (northd back on the SB after {northd:.2f} s)" if northd is not None else ""))
     return {"recovered_s": recovered, "min_flow_ratio": round(ratio, 4),
             "min_flows": sampler.minimum, "settled_flows": settled,
-            "samples": sampler.samples}
+            "samples": sampler.samples, "northd_sb_reconnect_s": northd}
 
 
 def _agent_counters(hv: Hypervisor) -> dict[str, int]:
