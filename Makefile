@@ -32,7 +32,7 @@ help:
 	@echo "make test     ruff + mypy + pytest (unit and integration tests)"
 	@echo "make demo     sandbox with OVN + our agent on a small topology"
 	@echo "make bench    benchmarks (benchmarks/__main__.py)"
-	@echo "make scale    N chassis on a RAFT SB + relays, ours vs C (SCALE_N="10 30", SCALE_AGENT=ours|c|both)"
+	@echo "make scale    N chassis on a RAFT SB + relays, ours vs C (SCALE_N='10 30', SCALE_AGENT=ours|c|both)"
 	@echo "make lint     ruff + mypy only"
 	@echo "make clean    caches and build output (distclean also removes .venv)"
 
