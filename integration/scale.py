@@ -743,9 +743,12 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     for key, label in (("sb_leader_kill", "SB leader kill"), ("relay_kill", "relay kill"),
                        ("restart_all_agents", "restart all agents")):
         rows.append((f"{label}: --wait=hv again, s / min flows %", _fault_cell(g, key)))
-    rows.append(("recomputes / failed SB commits (log, whole phase)",
-                 lambda r: "{} / {}".format(g(r, "agent_log_counts", "force_recompute"),
-                                            g(r, "agent_log_counts", "sb_commit_failed"))))
+    rows.append(("forced recomputes / failed SB commits in leader+relay kills (logs)",
+                 lambda r: "{} / {}".format(
+                     g(r, "faults", "relay_and_leader_log_counts", "force_recompute"),
+                     g(r, "faults", "relay_and_leader_log_counts", "sb_commit_failed"))))
+    rows.append(("client sessions on the killed relay",
+                 lambda r: g(r, "faults", "relay_sessions_before")))
     for label, fn in rows:
         lines.append(_row(label, [fn(r) for r in results]))
     return "\n".join(lines)
@@ -814,12 +817,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=os.environ.get("SCALE_OUT", "scale-results"),
                    help="directory for scale.json (and scale.png)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="run nothing: one table and plot from earlier scale.json files")
     args = p.parse_args(argv)
     agents = {"ours": ["py"], "py": ["py"], "c": ["c"], "both": ["py", "c"]}[args.agent]
     ns = [int(x) for x in args.chassis.replace(",", " ").split()]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = []
+    runs: list[dict[str, Any]] = []
+    if args.merge:
+        for path in args.merge:
+            runs.extend(json.loads(Path(path).read_text())["runs"])
+        ns = []
     for n in ns:
         runs.append(run(n, agents, vifs=args.vifs, relays=args.relays,
                         faults=not args.no_faults, keep=args.keep))
