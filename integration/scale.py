@@ -591,7 +591,8 @@ def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """Start `kind` agents on every hypervisor and measure; leaves them running."""
     c = cl.c
-    res: dict[str, Any] = {"agent": kind, "n": cl.n}
+    res: dict[str, Any] = {"agent": kind, "n": cl.n,
+                           "loadavg_1min": round(os.getloadavg()[0], 1)}
     cpu0 = c.server_cpu()
     t0 = time.monotonic()
     cl.start_agents(kind)
@@ -723,6 +724,7 @@ def table(results: Sequence[dict[str, Any]]) -> str:
             v = v[p]
         return v
     rows: list[tuple[str, Callable[[dict[str, Any]], object]]] = [
+        ("machine load average (1 min) at the start", lambda r: r.get("loadavg_1min", "-")),
         ("all converged (start -> --wait=hv), s", lambda r: r["converge_s"]),
         ("agent peak RSS median / max, MiB",
          lambda r: f"{r['agent_rss_mib']['median']} / {r['agent_rss_mib']['max']}"),
