@@ -60,6 +60,7 @@ from integration.sandbox import (SB_SCHEMA, VSWITCH_SCHEMA, NB_SCHEMA, Daemon, S
                                  SandboxError, find_binary, poll_until)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SB_MEMBERS = 3
 
 
@@ -816,7 +817,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--vifs", type=int, default=3, help="bound VIFs per chassis")
     p.add_argument("--relays", type=int, default=2, choices=(0, 1, 2))
     p.add_argument("--no-faults", action="store_true")
-    p.add_argument("--out", default=os.environ.get("SCALE_OUT", "scale-results"),
+    p.add_argument("--out", default=os.environ.get("SCALE_OUT", str(RESULTS_DIR)),
                    help="directory for scale.json (and scale.png)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     p.add_argument("--merge", nargs="+", metavar="JSON",
