@@ -120,3 +120,14 @@ def test_successful_commit_replays_nothing(loop: dbmod.IdlLoop) -> None:
         assert not loop.commit_failed and loop.replay == []
     finally:
         _Txn.status = "try again"
+
+
+def test_no_transaction_before_the_monitor_is_back(loop: dbmod.IdlLoop) -> None:
+    idl = loop.idl
+    idl.state = idl.IDL_S_DATA_MONITOR_COND_SINCE_REQUESTED     # reconnected, no reply yet
+    loop.run()
+    assert loop.txn is None
+    loop.commit()
+    idl.state = idl.IDL_S_MONITORING
+    loop.run()
+    assert loop.txn is not None
