@@ -366,7 +366,8 @@ class ScaleCluster:
         """Start the agents of all (or the given) hypervisors at once."""
         targets = list(self.hvs if hvs is None else hvs)
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-            list(pool.map(lambda hv: hv.start_controller(kind, timeout=300), targets))
+            list(pool.map(lambda hv: hv.start_controller(kind, timeout=self.patience),
+                          targets))
 
     def stop_agents(self) -> None:
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -376,8 +377,14 @@ class ScaleCluster:
         for hv in self.hvs:
             kill_daemon(hv, "controller")
 
-    def wait_converged(self, timeout: float = 600.0) -> None:
+    @property
+    def patience(self) -> float:
+        """Timeout of one whole-fleet step: generous, the machine may be shared."""
+        return max(300.0, 15.0 * self.n)
+
+    def wait_converged(self, timeout: float | None = None) -> None:
         """All Chassis_Private rows exist, then --wait=hv sync, then flows everywhere."""
+        timeout = self.patience if timeout is None else timeout
         deadline = time.monotonic() + timeout
         names = {hv.chassis for hv in self.hvs}
 
@@ -560,7 +567,7 @@ def measure_fault(cl: ScaleCluster, name: str, fault: Callable[[], None],
         time.sleep(0.5)
         start, wall = time.monotonic(), time.time()
         fault()
-        cl.c.wait_hv(timeout=600)
+        cl.c.wait_hv(timeout=cl.patience)
         recovered = round(time.monotonic() - start, 3)
         time.sleep(1.0)
     repair()
