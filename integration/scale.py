@@ -843,7 +843,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs.append(run(n, agents, vifs=args.vifs, relays=args.relays,
                         faults=not args.no_faults, keep=args.keep))
     results = [r for one in runs for r in one["results"]]
-    print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n")
+    if ns:
+        print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n")
     print(table(results))
     for one in runs:
         for ch, d in one.get("flow_equality", {}).items():
