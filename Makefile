@@ -25,13 +25,14 @@ PKG_FILES   = $(or $(filter-out %/conftest.py integration/test_%,$(call GIT_FILE
 TEST_FILES  = $(call GIT_FILES,'tests/*test_*.py' 'integration/*test_*.py')
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-deps lint typecheck test demo bench clean distclean
+.PHONY: help setup system-deps lint typecheck test demo bench scale clean distclean
 
 help:
 	@echo "make setup    install Debian packages (if missing) and .venv (idempotent)"
 	@echo "make test     ruff + mypy + pytest (unit and integration tests)"
 	@echo "make demo     sandbox with OVN + our agent on a small topology"
 	@echo "make bench    benchmarks (benchmarks/__main__.py)"
+	@echo "make scale    N chassis on a RAFT SB + relays, ours vs C (SCALE_N='10 30', SCALE_AGENT=ours|c|both)"
 	@echo "make lint     ruff + mypy only"
 	@echo "make clean    caches and build output (distclean also removes .venv)"
 
@@ -101,6 +102,11 @@ bench: setup $(BENCH_STAMP)
 	else \
 	  echo "bench: no benchmarks/__main__.py yet (nothing to run)"; \
 	fi
+
+SCALE_N     ?= 5
+SCALE_AGENT ?= both
+scale: setup $(BENCH_STAMP)
+	$(PY) -m integration.scale -n "$(SCALE_N)" --agent $(SCALE_AGENT) $(SCALE_ARGS)
 
 clean:
 	rm -rf .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info

@@ -5,8 +5,9 @@ Design note
 One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
 
 1. run the OVS IDL (open this iteration's OVS transaction), read the knobs,
-   (re)connect the SB IDL from ``ovn-remote`` and run it; reconnects force
-   a full recompute; SB indexes follow the tracked changes;
+   (re)connect the SB IDL from ``ovn-remote`` and run it; only a replica
+   that was thrown away (not a resumed monitor) forces a full recompute; SB
+   indexes follow the tracked changes;
 2. create/fix br-int, register Chassis/Chassis_Private/Encaps, run the
    OpenFlow session (reconnect => recompute), tunnel ports;
 3. run the engine (recompute allowed only with an SB transaction and no
@@ -376,7 +377,9 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if sb is not None:
             sb_res = sb.run()
             if sb_res.reconnected:
-                self.engine.set_force_recompute("OVNSB IDL reconnected, force recompute.")
+                # No recompute: a resumed monitor_cond_since keeps the replica
+                # and sends what was missed as tracked changes; a replica
+                # thrown away shows up as sb_res.reset (recompute below).
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
             self.lflow.sb_changed(sb.tracker)
@@ -627,9 +630,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if self.sb is not None:
             self.sb.commit()
             if self.sb.commit_failed:
+                # Retried without a recompute: the next transaction replays
+                # the Port_Bindings it wrote as tracked updates (db.py).
                 self.sb.commit_failed = False
-                log.info("OVNSB commit failed, force recompute next time.")
-                self.engine.set_force_recompute()
+                log.info("OVNSB commit failed, retrying without recompute.")
         st = self.ovs.commit()
         if st == "success" or st == "unchanged":
             self.st.ct.db_committed()

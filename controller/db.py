@@ -24,7 +24,16 @@ opened only after an exponential :class:`CommitBackoff` delay (250 ms
 doubling up to 8 s, reset by a success), and after ``try again`` only once
 the replica changed since the commit was prepared (the ``skip_seqno`` rule
 of the C ``ovsdb_idl_loop``).  No transaction is opened before the IDL is
-monitoring (it could only answer ``try again``).
+monitoring (it could only answer ``try again``).  A failed commit forces no
+recompute: the rows of :data:`REPLAY_TABLES` it wrote are handed to the next
+engine run as tracked updates (once a new transaction can be opened), so the
+incremental handlers that wrote them write them again; everything else the
+agent writes is re-derived from the replica every iteration.
+
+A reconnection whose ``monitor_cond_since`` resumes (the server still knows
+our last transaction id) keeps the replica and delivers what was missed as
+ordinary tracked changes: no recompute.  Only a replica that had to be thrown
+away (``reset``) needs one.
 
 The SB conditional monitoring of OVN 23.03 (``update_sb_monitors``) is the
 pure function :func:`sb_monitor_conditions`; :meth:`IdlLoop.set_conditions`
@@ -51,6 +60,9 @@ log = structlog.get_logger("ovsdb_idl")
 _rl_txn = RateLimiter(per_minute=1, burst=5)     # as the C IDL's other_rl
 
 COMMIT_BACKOFF_INITIAL_MS = 250
+# Tables whose rows, written by a failed commit, are replayed as tracked
+# updates: the engine writes them incrementally (binding claims, ``up``).
+REPLAY_TABLES = frozenset(("Port_Binding",))
 COMMIT_BACKOFF_MAX_MS = 8000
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
@@ -220,6 +232,8 @@ class IdlLoop:
         self._precommit_seqno = 0
         self._skip_seqno: int | None = None
         self._resyncing = False      # reconnected, new monitor not yet in place
+        self._committing_rows: list[tuple[str, uuidlib.UUID]] = []
+        self.replay: list[tuple[str, uuidlib.UUID]] = []   # written by failed commits
 
     # -- access -------------------------------------------------------
     def table(self, name: str) -> Mapping[uuidlib.UUID, Any]:
@@ -301,28 +315,43 @@ class IdlLoop:
             status = self.committing.commit()
             count_txn_status(status)
             if status != ovs.db.idl.Transaction.INCOMPLETE:
-                self._finish_commit(self.committing, status)
+                self._finish_commit(self.committing, status, self._committing_rows)
         if self.committing is None and self.connected and self.idl.has_ever_connected() \
                 and self.idl.state == self.idl.IDL_S_MONITORING \
                 and self.idl.change_seqno != self._skip_seqno \
                 and self.backoff.ready(time.monotonic()):
             self._skip_seqno = None
             self.txn = ovs.db.idl.Transaction(self.idl)
+            self._replay_failed_rows()
         return RunResult(self.idl.change_seqno != seq_before, reconnected, reset)
 
-    def _finish_commit(self, txn: ovs.db.idl.Transaction, status: str) -> None:
+    def _replay_failed_rows(self) -> None:
+        """Rows a failed commit wrote become tracked updates of this iteration
+        (no old values: nothing changed in the replica), so the engine
+        handlers that wrote them consider them again."""
+        for table, u in self.replay:
+            row = self.idl.tables[table].rows.get(u) if table in self.idl.tables else None
+            if row is not None:
+                self.tracker.record(table, ROW_UPDATE, row, {})
+        self.replay = []
+
+    def _finish_commit(self, txn: ovs.db.idl.Transaction, status: str,
+                       rows: list[tuple[str, uuidlib.UUID]]) -> None:
         T = ovs.db.idl.Transaction
         self.last_commit_status = status
         self.commit_failed = status not in (T.SUCCESS, T.UNCHANGED)
+        self._committing_rows = []
+        self.committing = None
         if not self.commit_failed:
             self.backoff.succeeded()
-        elif status == T.TRY_AGAIN:
+            return
+        self.replay.extend(r for r in rows if r[0] in REPLAY_TABLES)
+        if status == T.TRY_AGAIN:
             # Retry once the replica moved past what the commit was built on.
             self._skip_seqno = self._precommit_seqno
         else:
             self.backoff.failed(time.monotonic())
             log.warn_rl(_rl_txn, f"transaction error: {txn.get_error()}")
-        self.committing = None
 
     def commit(self) -> str | None:
         """Commit the transaction opened by run() (if any); never blocks.
@@ -335,12 +364,14 @@ class IdlLoop:
         if txn is None:
             return None
         self._precommit_seqno = self.idl.change_seqno
+        rows = [(r._table.name, r.uuid) for r in getattr(txn, "_txn_rows", {}).values()]
         status: str = txn.commit()
         count_txn_status(status)
         if status == ovs.db.idl.Transaction.INCOMPLETE:
             self.committing = txn
+            self._committing_rows = rows
         else:
-            self._finish_commit(txn, status)
+            self._finish_commit(txn, status, rows)
         return status
 
     def wait(self, poller: ovs.poller.Poller) -> None:
