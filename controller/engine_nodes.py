@@ -5,8 +5,9 @@ Design note
 :func:`agent_nodes` gives the implementations (``controller.engine.EngineNode``:
 ``data``, ``run``, ``handlers``, ``clear_tracked``) of the agent's own nodes
 declared in ``controller/engine_graph.py``: the state leaves and
-``if_status_mgr``, ``runtime_data``, ``ct_zones``, and (from
-``controller.lflow_inputs``) ``addr_sets`` and ``port_groups``.  They read the
+``if_status_mgr``, ``runtime_data``, ``ct_zones``, (from
+``controller.lflow_inputs``) ``addr_sets`` and ``port_groups``, and the
+nodes of ``controller.nodes`` (one module each).  They read the
 per-iteration inputs from an :class:`AgentState` that the daemon refreshes
 before every engine run (rows read from the IDLs, transaction availability,
 ...); node data (runtime data, ct zones, the if-status manager) lives in the
@@ -29,6 +30,12 @@ from controller.if_status import IfState, IfStatusMgr
 from controller.indexes import SbIndexes
 from controller.lflow_inputs import AddrSetsNode, PortGroupsNode, Tables
 from controller.local_data import TrackedType
+from controller.nodes.dhcp_options import DhcpOptionsNode
+from controller.nodes.lb_data import LbDataNode
+from controller.nodes.non_vif_data import NonVifDataNode
+from controller.nodes.northd_options import NorthdOptionsNode
+from controller.nodes.ovs_interface_shadow import OvsInterfaceShadowNode
+from controller.nodes.template_vars import TemplateVarsNode
 from controller.tracking import TableChanges
 
 
@@ -49,11 +56,14 @@ class AgentState:
         self.bridge_mappings: dict[str, str] = {}
         self.now_ms = 0
         self.geneve_field: str | None = None
+        # (dp key, port key) of the ports pinctrl activated (RARP strategy).
+        self.activated_ports: frozenset[tuple[int, int]] = frozenset()
         self.starting_up = False
         # state-leaf memory
         self._last_geneve: str | None = None
         self._last_ofctrl_connected: bool | None = None
         self._last_sb_readonly = True
+        self._last_activated: frozenset[tuple[int, int]] = frozenset()
 
     def binding_ctx(self, with_tunnels: bool = False) -> BindingCtx:
         # BFD-derived tunnel liveness only counts while OpenFlow is up (23.03);
@@ -86,6 +96,13 @@ class AgentState:
         changed = self.geneve_field != self._last_geneve
         self._last_geneve = self.geneve_field
         return changed
+
+    def run_activated_ports(self, node: Node) -> bool:
+        """Data: the ports activated since the last run (C's en_activated_ports)."""
+        new = self.activated_ports - self._last_activated
+        self._last_activated = self.activated_ports
+        node.data = new
+        return bool(new)
 
     def run_postponed_ports(self, node: Node) -> bool:
         node.data = self.rt.postponed
@@ -165,7 +182,7 @@ class RuntimeDataNode:
                 "sb_port_binding": self._sb_port_binding,
                 "postponed_ports": self._postponed_ports,
                 "sb_ro": self._sb_ro,
-                "ovs_interface": self._ovs_interface}
+                "ovs_interface_shadow": self._ovs_interface}
 
     def clear_tracked(self) -> None:
         self.st.rt.clear_tracked()
@@ -292,16 +309,23 @@ def sb_chassis_handler(node: Node, inp: Node) -> Handled:
 
 def agent_nodes(st: AgentState, tables: Tables) -> dict[str, EngineNode]:
     """The agent's own nodes of the graph: state leaves and computed nodes
-    (the flow output nodes live in ``lflow_output``/``pflow_output``);
+    (the flow output nodes live in ``controller.lflow_output``/``pflow_output``);
     `tables` gives an SB table's rows by UUID."""
     return {
         "ofctrl_is_connected": StateLeaf(st.run_ofctrl_is_connected),
         "sb_ro": StateLeaf(st.run_sb_ro),
         "postponed_ports": StateLeaf(st.run_postponed_ports),
         "mff_ovn_geneve": StateLeaf(st.run_mff_ovn_geneve),
+        "activated_ports": StateLeaf(st.run_activated_ports),
+        "northd_options": NorthdOptionsNode(tables),
+        "dhcp_options": DhcpOptionsNode(tables),
+        "ovs_interface_shadow": OvsInterfaceShadowNode(),
         "if_status_mgr": IfStatusMgrNode(st),
         "runtime_data": RuntimeDataNode(st),
         "ct_zones": CtZonesNode(st),
         "addr_sets": AddrSetsNode(tables),
         "port_groups": PortGroupsNode(st, tables),
+        "template_vars": TemplateVarsNode(st, tables),
+        "non_vif_data": NonVifDataNode(st),
+        "lb_data": LbDataNode(st, tables),
     }

@@ -86,7 +86,7 @@ def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
                          idx=SimpleNamespace(pb_by_name=pbs, pbs_on_datapath=by_dp.__getitem__))
     pf = PflowOutput(st, lambda name: {}, lambda: None)   # type: ignore[arg-type]
     calls = []
-    pf._ctx = lambda: "ctx"   # type: ignore[method-assign]
+    pf._ctx = lambda node: "ctx"   # type: ignore[method-assign]
     pf._rebuild_lports = lambda ctx, ch: calls.append(ch) or HANDLED_UPDATED  # type: ignore
 
     assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UNCHANGED
@@ -153,7 +153,8 @@ def _shared_clause_output():
     out.views.lflow = lambda row: row  # the fake compiler reads the fake rows
     comp = Compiler()
     out._compiler = lambda node: comp  # type: ignore[method-assign]
-    out.run(SimpleNamespace())
+    from controller.nodes.non_vif_data import NonVifData
+    out.run(SimpleNamespace(input_data=lambda name: NonVifData()))
     return out, a, b, rows, compiled
 
 
