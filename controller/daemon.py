@@ -474,7 +474,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         st.bridge_mappings = dict(knobs["ovn-bridge-mappings"])
         st.now_ms = int(time.monotonic() * 1000)
         if self.pinctrl is not None:
-            st.activated_ports = self.pinctrl.activated_ports()
+            st.activated_ports = self.pinctrl.activated_ports
         starting = self.startup.active(int(time.time() * 1000))
         if st.starting_up and not starting:
             # Grace period over: drop the zones kept for users that never
