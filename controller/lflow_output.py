@@ -9,9 +9,9 @@ Design note
 logical-flow table (``flow_table``); every flow is owned by its lflow UUID.
 :func:`compile_context` builds the compiler's inputs from the SB IDL, the
 runtime data (port keys, multicast groups, chassis residency, local
-datapaths) and the data of its input nodes: ``addr_sets``, ``port_groups``
-(``controller/lflow_inputs.py``), ``template_vars``, ``dhcp_options`` and
-``non_vif_data`` (tunnel ofports; ``controller/nodes/``), once per engine
+datapaths) and the data of its input nodes (``controller/nodes/``):
+``addr_sets``, ``port_groups``, ``template_vars``, ``dhcp_options`` and
+``non_vif_data`` (tunnel ofports), once per engine
 run (the closures over the runtime data are cheap; what walks tables lives
 in the input nodes and changes only with them).
 
