@@ -32,6 +32,11 @@ def _run(box: Sandbox, kind: str) -> dict[str, object]:
     per_node = {n: [box.appctl("controller", "inc-engine/show-stats", n, s).strip()
                     for s in ("recompute", "compute", "abort")]
                 for n in C_NODE_ORDER}
+    replies = [box.appctl("controller", "inc-engine/show-stats", *args)
+               for args in (("SB_encap",), ("logical_flow_output", "bogus"), ("nosuchnode",),
+                            ("nosuchnode", "recompute"))]
+    box.appctl("controller", "inc-engine/clear-stats")
+    cleared = box.appctl("controller", "inc-engine/show-stats", "physical_flow_output")
     before = _recomputes(box)
     box.appctl("controller", "inc-engine/recompute")
     deadline = time.monotonic() + 30
@@ -40,7 +45,8 @@ def _run(box: Sandbox, kind: str) -> dict[str, object]:
         time.sleep(0.1)
         after = _recomputes(box)
     box.stop_controller()
-    return {"stats": stats, "per_node": per_node, "before": before, "after": after}
+    return {"stats": stats, "per_node": per_node, "before": before, "after": after,
+            "replies": replies, "cleared": cleared}
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +72,23 @@ def test_show_stats_lists_cs_nodes_in_cs_order(both: dict[str, dict[str, object]
     assert _nodes(str(both["py"]["stats"])) == c_nodes
 
 
+def _shape(text: str) -> str:
+    # right-aligned counters: the padded field keeps its width
+    return re.sub(r" *\d+$", lambda m: "#" * len(m.group(0)), text, flags=re.M)
+
+
 def test_show_stats_text_has_cs_shape(both: dict[str, dict[str, object]]) -> None:
-    def shape(text: str) -> str:
-        # right-aligned counters: the padded field keeps its width
-        return re.sub(r" *\d+$", lambda m: "#" * len(m.group(0)), text, flags=re.M)
-    assert shape(str(both["py"]["stats"])) == shape(str(both["c"]["stats"]))
+    assert _shape(str(both["py"]["stats"])) == _shape(str(both["c"]["stats"]))
+
+
+def test_show_stats_node_replies_as_c(both: dict[str, dict[str, object]]) -> None:
+    """One node's block, an unknown stat, an unknown node, clear-stats."""
+    py, c = both["py"]["replies"], both["c"]["replies"]
+    assert isinstance(py, list) and isinstance(c, list)
+    assert _shape(py[0]) == _shape(c[0]) and py[0].startswith("Node: SB_encap\n")
+    assert py[1:] == c[1:]
+    assert both["py"]["cleared"] == both["c"]["cleared"]
+    assert "- recompute:            0\n" in str(both["c"]["cleared"])
 
 
 def test_show_stats_node_stat_for_every_node(both: dict[str, dict[str, object]]) -> None:
