@@ -289,7 +289,6 @@ class LflowOutput:
         self.compiler: LflowCompiler | None = None
         self.n_errors = 0
         self.views = RowViews()
-        self._tunnel_ofports: dict[str, int] = {}     # what the last recompute saw
         self.features = OvsFeatures()
         self.group_bridge: Any = None
         self.meter_bridge: Any = None
@@ -392,7 +391,6 @@ class LflowOutput:
 
     # -- run -----------------------------------------------------------
     def run(self, node: Node) -> bool:
-        self._tunnel_ofports = dict(node.input_data("non_vif_data").tunnel_ofports)
         table = self.data.flow_table
         table.clear()
         self.refs.clear()
@@ -503,9 +501,7 @@ class LflowOutput:
         some load-balancing actions): recompute when it moved (C recomputes on
         any non_vif_data change); patch ports are physical flows."""
         nv: NonVifData = inp.data
-        if nv.tunnel_ofports != self._tunnel_ofports:
-            return UNHANDLED
-        return HANDLED_UNCHANGED
+        return UNHANDLED if nv.tunnel_ofports_changed else HANDLED_UNCHANGED
 
     def conj_ids_dump(self) -> str:
         return self.conj_ids.dump()

@@ -173,7 +173,6 @@ class PflowOutput:
         self.run_id = run_id
         self.data = PflowData()
         self.n_incremental = 0
-        self._tunnels: list[physical.ChassisTunnel] = []   # what the last recompute saw
         self._ctx_cache: tuple[int, physical.PhysicalContext] | None = None
 
     @property
@@ -215,7 +214,6 @@ class PflowOutput:
         return ctx
 
     def run(self, node: Node) -> bool:
-        self._tunnels = list(node.input_data("non_vif_data").tunnels)
         st = self.st
         table = self.data.flow_table
         table.clear()
@@ -409,7 +407,7 @@ class PflowOutput:
         """Tunnels are in generic flows (recompute); a patch port that moved
         rebuilds the flows of its localnet/l2gateway port."""
         nv: NonVifData = inp.data
-        if nv.tunnels != self._tunnels:
+        if nv.tunnels_changed:
             return UNHANDLED
         changes = [(pb, False) for pb in (self.st.idx.pb_by_name.get(n)
                                           for n in sorted(nv.patches_changed))

@@ -14,8 +14,8 @@ C's en_non_vif_data.  One walk over br-int's ports (skipping VIFs by their
 OVS_open_vswitch, OVS_bridge and SB_chassis are recompute edges; the
 Interface handler gives up (recompute) only when a tunnel or patch
 interface changed.  ``run`` reports a change only when one of the three
-maps moved, and ``patches_changed`` names the logical ports whose patch
-ofport moved in this iteration.
+moved, and says which (``tunnels_changed``, ``tunnel_ofports_changed``,
+``patches_changed``: the logical ports whose patch ofport moved).
 """
 
 from __future__ import annotations
@@ -38,12 +38,16 @@ _TUN_TYPES = {"geneve": physical.TunnelType.GENEVE, "stt": physical.TunnelType.S
 
 
 class NonVifData:
-    __slots__ = ("tunnels", "tunnel_ofports", "patch_ofports", "patches_changed")
+    __slots__ = ("tunnels", "tunnel_ofports", "patch_ofports", "tunnels_changed",
+                 "tunnel_ofports_changed", "patches_changed")
 
     def __init__(self) -> None:
         self.tunnels: list[physical.ChassisTunnel] = []
         self.tunnel_ofports: dict[str, int] = {}
         self.patch_ofports: dict[str, int] = {}
+        # what moved in this iteration
+        self.tunnels_changed = False
+        self.tunnel_ofports_changed = False
         self.patches_changed: set[str] = set()
 
 
@@ -102,19 +106,19 @@ class NonVifDataNode:
         return {"ovs_interface": self._ovs_interface}
 
     def clear_tracked(self) -> None:
+        self.data.tunnels_changed = self.data.tunnel_ofports_changed = False
         self.data.patches_changed.clear()
 
     def run(self, node: Node) -> bool:
         new = scan_br_int(self.st.br_int)
         old = self.data
-        patches = {k for k in old.patch_ofports.keys() | new.patch_ofports.keys()
-                   if old.patch_ofports.get(k) != new.patch_ofports.get(k)}
-        changed = bool(patches) or new.tunnels != old.tunnels or \
-            new.tunnel_ofports != old.tunnel_ofports
+        old.patches_changed = {k for k in old.patch_ofports.keys() | new.patch_ofports.keys()
+                               if old.patch_ofports.get(k) != new.patch_ofports.get(k)}
+        old.tunnels_changed = new.tunnels != old.tunnels
+        old.tunnel_ofports_changed = new.tunnel_ofports != old.tunnel_ofports
         old.tunnels, old.tunnel_ofports = new.tunnels, new.tunnel_ofports
         old.patch_ofports = new.patch_ofports
-        old.patches_changed = patches
-        return changed
+        return bool(old.patches_changed) or old.tunnels_changed or old.tunnel_ofports_changed
 
     def _ovs_interface(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data

@@ -153,8 +153,7 @@ def _shared_clause_output():
     out.views.lflow = lambda row: row  # the fake compiler reads the fake rows
     comp = Compiler()
     out._compiler = lambda node: comp  # type: ignore[method-assign]
-    from controller.nodes.non_vif_data import NonVifData
-    out.run(SimpleNamespace(input_data=lambda name: NonVifData()))
+    out.run(SimpleNamespace())
     return out, a, b, rows, compiled
 
 

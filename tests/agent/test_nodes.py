@@ -137,10 +137,13 @@ def test_non_vif_data_scans_tunnels_and_patches():
     node = NonVifDataNode(state(br_int=br))
     assert node.run(NODE) is True
     assert node.data.patches_changed == {"ln0"}
+    assert node.data.tunnels_changed and node.data.tunnel_ofports_changed
     node.clear_tracked()
     assert node.run(NODE) is False          # nothing moved
+    assert not node.data.tunnels_changed and not node.data.patches_changed
     br.ports[4].interfaces[0].__dict__["ofport"] = [8]
     assert node.run(NODE) is True and node.data.patches_changed == {"ln0"}
+    assert not node.data.tunnels_changed
     vif = changes("Interface", (ROW_UPDATE, FakeRow(type="", external_ids={})))
     tun = changes("Interface", (ROW_CREATE, FakeRow(type="geneve", external_ids={})))
     h = node.handlers["ovs_interface"]
@@ -193,8 +196,7 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     out.views.lflow = lambda row: row
     comp = Compiler()
     out._compiler = lambda node: comp
-    nv = NonVifData()
-    out.run(SimpleNamespace(input_data=lambda name: nv))
+    out.run(SimpleNamespace())
     assert sorted(compiled) == ["A", "B"]
     compiled.clear()
     tv = SimpleNamespace(data=SimpleNamespace(changed={"vip"}))
@@ -203,8 +205,8 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     tv.data.changed = {"unused"}
     assert out.handlers["template_vars"](None, tv) is HANDLED_UNCHANGED
     # a tunnel port moving recomputes; a patch port alone does not
-    nv2 = NonVifData()
-    nv2.patch_ofports = {"ln0": 3}
-    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv2)) is HANDLED_UNCHANGED
-    nv2.tunnel_ofports = {"hv2": 5}
-    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv2)) is UNHANDLED
+    nv = NonVifData()
+    nv.patches_changed = {"ln0"}
+    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is HANDLED_UNCHANGED
+    nv.tunnel_ofports_changed = True
+    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is UNHANDLED
