@@ -38,8 +38,8 @@ One run, three phases, all in private sandboxes (``integration.sandbox``):
    completion`` minus ``ovn-northd completion`` of ``--print-wait-time``, and
    the agent CPU spent per operation (the number the ≤ 50 ms target is
    about). Full recomputes per operation come from ``inc-engine/show-stats``
-   (sum of the recompute counters of runtime_data, lflow_output and
-   pflow_output, read before and after each operation).
+   (sum of the recompute counters of runtime_data, logical_flow_output and
+   physical_flow_output, read before and after each operation).
 
 Ratios are ours / C (medians over repetitions or operations). The results go
 to ``benchmarks/results/seed-N[-quick].json`` and a bar chart of the ratios to
@@ -72,7 +72,7 @@ POLL_S = 0.25
 STABLE_S = 3.0
 KINDS = ("c", "py")
 # Engine nodes whose recompute is a "full recompute" of the flow pipeline.
-RECOMPUTE_NODES = ("runtime_data", "lflow_output", "pflow_output")
+RECOMPUTE_NODES = ("runtime_data", "logical_flow_output", "physical_flow_output")
 INPUT_NODES = frozenset({"ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve",
                          "activated_ports"})
 # Targets of issue 7 (ours / C unless noted).

@@ -18,8 +18,8 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
 5. unixctl, commit both transactions, clear tracked changes, wait.
 
 The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
-tables handed to ofctrl are the data of its ``lflow_output`` and
-``pflow_output`` nodes.
+tables handed to ofctrl are the data of its ``logical_flow_output`` and
+``physical_flow_output`` nodes.
 
 Parts kept in their own modules, as mixins of :class:`Daemon` (state created
 here, in ``__init__``): the ``ovn-appctl`` methods
@@ -111,8 +111,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                                  lambda: self.engine.run_count)
         self.engine = build_engine(GraphParts(
             ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
-            nodes={**agent_nodes(self.st, self._sb_table), "lflow_output": self.lflow,
-                   "pflow_output": self.pflow}))
+            nodes={**agent_nodes(self.st, self._sb_table), "logical_flow_output": self.lflow,
+                   "physical_flow_output": self.pflow}))
         self.encaps = Encaps()
         self.patches = Patches()
         self.startup = StartupDelay(int(time.time() * 1000))
@@ -483,6 +483,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         st.ovs_readonly = self.ovs.txn is None
         st.bridge_mappings = dict(knobs["ovn-bridge-mappings"])
         st.now_ms = int(time.monotonic() * 1000)
+        if self.pinctrl is not None:
+            st.activated_ports = self.pinctrl.activated_ports
         starting = self.startup.active(int(time.time() * 1000))
         if st.starting_up and not starting:
             # Grace period over: drop the zones kept for users that never
@@ -581,7 +583,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             lf, pf, lchg, pchg = self._desired_tables()
             lchg, pchg = lchg or self._held_lchg, pchg or self._held_pchg
             self._held_lchg = self._held_pchg = False
-            # Zone flushes ride on a flow round; pflow_output (which depends on
+            # Zone flushes ride on a flow round; physical_flow_output (which depends on
             # ct_zones) would force one, so do the same while it is absent.
             pchg = pchg or st.ct.has_queued_flushes()
             fsw = self.stopwatches["flow-installation"]

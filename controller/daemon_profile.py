@@ -47,7 +47,8 @@ class DevProfile:
         assert self._timeline is not None
         stages = " ".join(f"{k}={v:.0f}" for k, v in ls.stages_last.items())
         recomputed = [f"{n.name}:{n.stats.recompute}" for n in self.engine.nodes
-                      if n.name in ("runtime_data", "lflow_output", "pflow_output")]
+                      if n.name in ("runtime_data", "logical_flow_output",
+                                    "physical_flow_output")]
         self._timeline.write(
             f"t={time.monotonic() - ls.started:.3f} it={ls.last_ms:.0f}ms {stages} "
             f"cpu={sum(os.times()[:2]):.2f} force={self.engine.force_recompute} "

@@ -79,6 +79,8 @@ OVS_COLUMNS: dict[str, list[str]] = {
                   "ofport_request", "status", "mtu", "bfd", "bfd_status", "error"],
     "Datapath": ["capabilities"],
     "Flow_Sample_Collector_Set": ["id", "bridge", "ipfix", "external_ids"],
+    # Only for the engine's OVS_qos node (a change recomputes runtime_data, as C).
+    "QoS": ["type"],
     # PKI for ssl: remotes (controller.stream_ssl)
     "SSL": ["private_key", "certificate", "ca_cert", "bootstrap_ca_cert"],
 }

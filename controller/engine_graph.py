@@ -12,9 +12,11 @@ UPDATED when a *tracked* column changed, see :data:`OVS_TRACKED_COLUMNS`)
 are built here; every other node is implemented by an object following
 ``controller.engine.EngineNode`` (``data``, ``run``, ``handlers``,
 ``clear_tracked``): the state leaves and agent nodes of
-``controller.engine_nodes``, ``lflow_output`` (``controller.lflow_output``),
-``pflow_output`` (``controller.pflow_output``) and the root ``flow_output``
-(here).
+``controller.engine_nodes``, the nodes of ``controller.nodes``,
+``logical_flow_output`` (``controller.lflow_output``),
+``physical_flow_output`` (``controller.pflow_output``) and the root
+``flow_output`` (here).  Node names and the order they sort in are the C
+agent's 44 nodes (:data:`C_NODE_ORDER`), which a test checks.
 
 :func:`build_engine` checks the graph against the implementations and raises
 :class:`GraphError` for an input that is no node, a handler key the
@@ -32,7 +34,7 @@ from controller.engine import Engine, EngineNode, Handled, HandlerFn, Node, noop
 from controller.tracking import ChangeTracker, TableChanges
 
 OVS_TABLE_NODES = {"OVS_open_vswitch": "Open_vSwitch", "OVS_bridge": "Bridge",
-                   "OVS_port": "Port", "OVS_interface": "Interface",
+                   "OVS_qos": "QoS", "OVS_port": "Port", "OVS_interface": "Interface",
                    "OVS_flow_sample_collector_set": "Flow_Sample_Collector_Set"}
 SB_TABLE_NODES = {
     "SB_sb_global": "SB_Global", "SB_chassis": "Chassis", "SB_encap": "Encap",
@@ -44,8 +46,13 @@ SB_TABLE_NODES = {
     "SB_dns": "DNS", "SB_load_balancer": "Load_Balancer", "SB_fdb": "FDB",
     "SB_meter": "Meter", "SB_static_mac_binding": "Static_MAC_Binding",
     "SB_chassis_template_var": "Chassis_Template_Var",
-    "SB_ha_chassis_group": "HA_Chassis_Group",
 }
+# Tables whose changes a table node reports beyond its own.  The C agent sees
+# an HA_Chassis_Group change as an update of the Port_Binding rows that
+# refer to it (IDL reference tracking), which the physical flows of those
+# ports follow; our tracker has no reference tracking, so the group changes
+# ride on SB_encap, whose every change recomputes physical_flow_output.
+SB_TABLE_ALSO: dict[str, tuple[str, ...]] = {"SB_encap": ("HA_Chassis_Group",)}
 # Columns whose changes make an OVS table node UPDATED (the C agent only
 # tracks these; e.g. br-int external_ids writes never trigger recomputes).
 OVS_TRACKED_COLUMNS: dict[str, frozenset[str] | None] = {
@@ -55,20 +62,29 @@ OVS_TRACKED_COLUMNS: dict[str, frozenset[str] | None] = {
     "Interface": frozenset({"name", "external_ids", "bfd", "bfd_status", "status", "mtu",
                             "type", "options", "ofport"}),
     "Flow_Sample_Collector_Set": frozenset({"id", "bridge"}),
+    "QoS": None,
 }
-STATE_LEAVES = ("ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve")
+STATE_LEAVES = ("ofctrl_is_connected", "sb_ro", "postponed_ports", "mff_ovn_geneve",
+                "activated_ports")
 
 NOOP = "noop"
 Edge = tuple[str, str | None]
 
 # node -> inputs (order matters: handlers run in this order; an input is
-# declared before its users).
+# declared before its users).  The nodes, their names and their inputs are
+# C's (ovn-controller.c of 23.03.1), so the topological order, and with it
+# ``inc-engine/show-stats``, is the same; where an edge differs from C's it
+# says why.  Edges a node has beyond C's come last and only name nodes that
+# an earlier input already reaches, so they never change the order.
 GRAPH: dict[str, list[Edge]] = {
     **{leaf: [] for leaf in STATE_LEAVES},
-    "if_status_mgr": [("OVS_interface", "ovs_interface")],
+    "northd_options": [("SB_sb_global", "sb_sb_global")],
+    "dhcp_options": [("SB_dhcp_options", None), ("SB_dhcpv6_options", None)],
+    "addr_sets": [("SB_address_set", "sb_address_set")],
+    "ovs_interface_shadow": [("OVS_interface", "ovs_interface")],
     "runtime_data": [
         ("ofctrl_is_connected", None), ("OVS_open_vswitch", None), ("OVS_bridge", None),
-        ("SB_chassis", None),
+        ("OVS_qos", None), ("SB_chassis", None),
         ("SB_datapath_binding", "sb_datapath_binding"),
         ("SB_port_binding", "sb_port_binding"),
         ("postponed_ports", "postponed_ports"),
@@ -76,53 +92,97 @@ GRAPH: dict[str, list[Edge]] = {
         ("sb_ro", "sb_ro"),
         # Port changes always come with the Interface changes handled below.
         ("OVS_port", NOOP),
-        ("OVS_interface", "ovs_interface"),
+        ("ovs_interface_shadow", "ovs_interface_shadow"),
+    ],
+    "port_groups": [("SB_port_group", "sb_port_group"), ("runtime_data", "runtime_data")],
+    "template_vars": [("OVS_open_vswitch", None), ("SB_chassis", None),
+                      ("SB_chassis_template_var", "sb_chassis_template_var")],
+    "non_vif_data": [("OVS_open_vswitch", None), ("OVS_bridge", None), ("SB_chassis", None),
+                     ("OVS_interface", "ovs_interface")],
+    "lb_data": [("SB_load_balancer", "sb_load_balancer"), ("template_vars", "template_vars"),
+                ("runtime_data", "runtime_data")],
+    "logical_flow_output": [
+        # The one northd option (lb_hairpin_use_ct_mark) shapes LB hairpin
+        # flows, which physical/ builds here: physical_flow_output reads it.
+        ("northd_options", NOOP),
+        ("dhcp_options", None),
+        # addr_sets before runtime_data, as C (an lflow re-processed for a
+        # new datapath must already see the new sets).
+        ("addr_sets", "addr_sets"), ("port_groups", "port_groups"),
+        ("template_vars", "template_vars"), ("runtime_data", "runtime_data"),
+        # Only the chassis -> tunnel ofport map matters here (C: recompute).
+        ("non_vif_data", "non_vif_data"),
+        ("SB_multicast_group", "multicast_group"),
+        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
+        ("SB_chassis", "chassis"), ("SB_port_binding", "port_binding"),
+        ("OVS_open_vswitch", None), ("OVS_bridge", None),
+        ("OVS_flow_sample_collector_set", None),
+        # Neighbour and FDB flows are built by physical/ in this code base:
+        # those tables feed physical_flow_output.
+        ("SB_mac_binding", NOOP), ("SB_static_mac_binding", NOOP),
+        ("SB_logical_flow", "logical_flow"),
+        # DP groups change only together with the logical flows using them.
+        ("SB_logical_dp_group", NOOP),
+        ("SB_dns", None),
+        # LB hairpin flows: physical_flow_output (see above).
+        ("lb_data", NOOP),
+        ("SB_fdb", NOOP),
+        # Controller meters are looked up while compiling (C: a handler).
+        ("SB_meter", None),
     ],
     "ct_zones": [
         ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("SB_datapath_binding", "sb_datapath_binding"),
         ("runtime_data", "runtime_data"),
     ],
-    "addr_sets": [("SB_address_set", "sb_address_set")],
-    "port_groups": [("SB_port_group", "sb_port_group"), ("runtime_data", "runtime_data")],
-    "lflow_output": [
-        ("runtime_data", "runtime_data"), ("SB_multicast_group", "multicast_group"),
+    "if_status_mgr": [("OVS_interface", "ovs_interface")],
+    "physical_flow_output": [
+        # Patch ofport moves rebuild their ports; tunnel changes recompute.
+        ("non_vif_data", "non_vif_data"),
+        ("ct_zones", "ct_zones"),
         # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
-        ("SB_chassis", "chassis"), ("SB_port_binding", "port_binding"),
-        ("OVS_open_vswitch", None), ("OVS_bridge", None),
-        ("OVS_flow_sample_collector_set", None),
-        ("SB_logical_flow", "logical_flow"),
-        # DP groups change only together with the logical flows using them.
-        ("SB_logical_dp_group", NOOP),
-        ("SB_dns", None), ("addr_sets", "addr_sets"), ("port_groups", "port_groups"),
-        ("SB_sb_global", "sb_global"), ("SB_dhcp_options", None), ("SB_dhcpv6_options", None),
-        ("SB_chassis_template_var", None), ("SB_meter", None),
-        # MAC_Binding/Static_MAC_Binding/FDB/Load_Balancer flows are built by
-        # physical/ in this code base, so those tables feed pflow_output.
-    ],
-    "pflow_output": [
-        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
-        ("ct_zones", "ct_zones"), ("SB_chassis", "chassis"),
+        ("SB_chassis", "chassis"),
         ("if_status_mgr", "if_status_mgr"), ("SB_port_binding", "port_binding"),
         ("SB_multicast_group", "multicast_group"),
         # Datapath changes that matter come through runtime_data.
         ("SB_datapath_binding", NOOP),
-        ("runtime_data", "runtime_data"), ("SB_encap", None), ("OVS_open_vswitch", None),
-        ("OVS_bridge", None), ("OVS_interface", "ovs_interface"),
+        ("activated_ports", "activated_ports"),
+        ("runtime_data", "runtime_data"),
+        # SB_encap also reports HA_Chassis_Group changes (see SB_TABLE_ALSO).
+        ("SB_encap", None), ("mff_ovn_geneve", None),
+        ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("OVS_flow_sample_collector_set", "flow_sample_collector_set"),
-        ("SB_sb_global", "sb_global"), ("SB_ha_chassis_group", None),
-        ("mff_ovn_geneve", None),
-        # physical/ also builds the neighbour, FDB and LB hairpin flows that
-        # lflow.c makes in the C agent, so those tables feed this node.
+        ("SB_sb_global", "sb_global"),
+        # Beyond C's inputs: physical/ also builds the neighbour, FDB and LB
+        # hairpin flows that lflow.c makes in the C agent, and checks bound
+        # VIFs moving to another ofport.
+        ("OVS_interface", "ovs_interface"), ("northd_options", None),
+        # Template variables shape only LB hairpin flows: lb_data names them.
+        ("template_vars", NOOP), ("lb_data", "lb_data"),
         ("SB_mac_binding", "mac_binding"), ("SB_static_mac_binding", "static_mac_binding"),
-        ("SB_fdb", "fdb"), ("SB_load_balancer", "load_balancer"),
-        ("SB_chassis_template_var", None),
+        ("SB_fdb", "fdb"),
     ],
     # The root: ofctrl takes both desired tables once they are computed.
-    "flow_output": [("lflow_output", "lflow_output"), ("pflow_output", "pflow_output")],
+    "flow_output": [("logical_flow_output", "logical_flow_output"),
+                    ("physical_flow_output", "physical_flow_output")],
 }
-FLOW_OUTPUT_NODES = ("lflow_output", "pflow_output")
+FLOW_OUTPUT_NODES = ("logical_flow_output", "physical_flow_output")
 ROOT = "flow_output"
+
+
+# ``inc-engine/show-stats`` of ovn-controller 23.03.1: its nodes in order.
+C_NODE_ORDER = (
+    "SB_sb_global", "northd_options", "SB_dhcp_options", "SB_dhcpv6_options",
+    "dhcp_options", "SB_address_set", "addr_sets", "SB_port_group",
+    "ofctrl_is_connected", "OVS_open_vswitch", "OVS_bridge", "OVS_qos", "SB_chassis",
+    "SB_datapath_binding", "SB_port_binding", "postponed_ports", "sb_ro", "OVS_port",
+    "OVS_interface", "ovs_interface_shadow", "runtime_data", "port_groups",
+    "SB_chassis_template_var", "template_vars", "non_vif_data", "SB_multicast_group",
+    "OVS_flow_sample_collector_set", "SB_mac_binding", "SB_static_mac_binding",
+    "SB_logical_flow", "SB_logical_dp_group", "SB_dns", "SB_load_balancer", "lb_data",
+    "SB_fdb", "SB_meter", "logical_flow_output", "ct_zones", "if_status_mgr",
+    "activated_ports", "SB_encap", "mff_ovn_geneve", "physical_flow_output", "flow_output",
+)
 
 
 class GraphError(ValueError):
@@ -133,11 +193,12 @@ class TableNode(Node):
     """Leaf over one tracked table: UPDATED iff a tracked column changed."""
 
     def __init__(self, name: str, tracker: ChangeTracker, table: str,
-                 columns: frozenset[str] | None) -> None:
+                 columns: frozenset[str] | None, also: tuple[str, ...] = ()) -> None:
         super().__init__(name, self._run_table)
         self.tracker = tracker
         self.table = table
         self.columns = columns
+        self.also = also          # tables whose any change also updates the node
         self.data: TableChanges = tracker.tables.get(table) or TableChanges(table)
 
     def _run_table(self, node: Node) -> bool:
@@ -145,6 +206,8 @@ class TableNode(Node):
         if tc is None:
             return False
         self.data = tc
+        if any(self.tracker.tables.get(t) for t in self.also):
+            return True
         if not tc:
             return False
         cols = self.columns
@@ -160,7 +223,7 @@ class FlowOutputNode:
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
-        return {"lflow_output": _mark_updated, "pflow_output": _mark_updated}
+        return {"logical_flow_output": _mark_updated, "physical_flow_output": _mark_updated}
 
     def run(self, node: Node) -> bool:
         return True
@@ -187,9 +250,11 @@ def _table_nodes(parts: GraphParts) -> dict[str, Node]:
             raise GraphError(f"{name}: table {table} is not tracked")
         nodes[name] = TableNode(name, parts.ovs_tracker, table, OVS_TRACKED_COLUMNS.get(table))
     for name, table in SB_TABLE_NODES.items():
-        if table not in parts.sb_tracker.tables:
-            raise GraphError(f"{name}: table {table} is not tracked")
-        nodes[name] = TableNode(name, parts.sb_tracker, table, None)
+        also = SB_TABLE_ALSO.get(name, ())
+        for t in (table, *also):
+            if t not in parts.sb_tracker.tables:
+                raise GraphError(f"{name}: table {t} is not tracked")
+        nodes[name] = TableNode(name, parts.sb_tracker, table, None, also)
     return nodes
 
 

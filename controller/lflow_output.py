@@ -1,23 +1,28 @@
-"""The ``lflow_output`` engine node: Logical_Flow rows compiled to OpenFlow.
+"""The ``logical_flow_output`` engine node (C's en_lflow_output): Logical_Flow
+rows compiled to OpenFlow.
 
 Design note
 -----------
-:class:`LflowOutput` implements the ``lflow_output`` node
+:class:`LflowOutput` implements the ``logical_flow_output`` node
 (``controller.engine.EngineNode``) on top of
 ``controller.lflow.compile.LflowCompiler``.  Its data owns the desired
 logical-flow table (``flow_table``); every flow is owned by its lflow UUID.
 :func:`compile_context` builds the compiler's inputs from the SB IDL, the
-runtime data (port keys, multicast groups, chassis residency, tunnels, local
-datapaths) and the data of the ``addr_sets`` and ``port_groups`` input nodes
-(``controller/lflow_inputs.py``), once per engine run.
+runtime data (port keys, multicast groups, chassis residency, local
+datapaths) and the data of its input nodes (``controller/nodes/``):
+``addr_sets``, ``port_groups``, ``template_vars``, ``dhcp_options`` and
+``non_vif_data`` (tunnel ofports), once per engine
+run (the closures over the runtime data are cheap; what walks tables lives
+in the input nodes and changes only with them).
 
 Incremental processing follows the C agent's object dependencies: every
 compiled lflow reports the resources it used (``LflowRefs``); a change of a
 port binding, multicast group, address set or port group re-processes only
-the lflows that referenced it; changed Logical_Flow rows are removed and
-re-processed; a datapath that became local gets all its lflows.  Anything
-else (a chassis appearing or going away, DNS/DHCP tables, template
-variables, SB_Global options) recomputes the node.  Flows of the
+the lflows that referenced it, and so does a change of a template variable
+of this chassis; changed Logical_Flow rows are removed and re-processed; a
+datapath that became local gets all its lflows.  Anything else (a chassis
+appearing or going away, a tunnel port moving, DNS/DHCP tables, meters)
+recomputes the node.  Flows of the
 neighbour/FDB/LB-hairpin tables come from ``physical/`` (pflow_output), so
 those tables are not inputs here.
 """
@@ -32,16 +37,16 @@ import structlog
 from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
-from controller.encaps import parse_tunnel_id
 from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.vlog import RateLimiter
 from controller.local_data import TrackedType, opt_first
 from controller.lflow.actions import OvsFeatures
-from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
 from controller.lflow.cache import LflowCache, LflowCacheConfig
 from controller.lflow.compile import (CompileContext, CompiledLflow, LflowCompiler, LflowError,
                                      RefIndex, mcgroup_ref)
 from controller.lflow.conj_ids import ConjIds
+from controller.nodes.dhcp_options import DhcpOptions
+from controller.nodes.non_vif_data import NonVifData
 from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
@@ -200,7 +205,8 @@ def _dp_tunnel_key(dp: Any) -> int | None:
 
 def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
                     base: CompileContext | None, addr_sets: Mapping[str, Any],
-                    port_groups: Mapping[str, Any]) -> CompileContext:
+                    port_groups: Mapping[str, Any], template_vars: Mapping[str, str],
+                    dhcp: DhcpOptions, non_vif: NonVifData) -> CompileContext:
     rt = st.rt
     me = st.chassis
     idx = st.idx
@@ -240,53 +246,20 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
         ch = opt_first(pb.chassis)
         return ch is not None and ch.uuid == me.uuid
 
-    br = st.br_int
-    tunnels: dict[str, int] | None = None
-
-    def tunnel_ofports() -> dict[str, int]:
-        # Walks every br-int port: only when an lflow asks for a tunnel.
-        found: dict[str, int] = {}
-        if br is None:
-            return found
-        for port in br.ports:
-            tid = port.external_ids.get("ovn-chassis-id")
-            if tid is None:
-                continue
-            ifaces = list(port.interfaces)
-            if len(ifaces) != 1:
-                continue
-            try:
-                ofp = opt_first(ifaces[0].ofport)
-            except AttributeError:
-                continue
-            parsed = parse_tunnel_id(tid)       # none for an encap ip ""
-            if isinstance(ofp, int) and ofp > 0 and parsed is not None:
-                found.setdefault(parsed[0], ofp)
-        return found
+    tunnels = non_vif.tunnel_ofports
 
     def tunnel_ofport(dp_key: int, name: str) -> int | None:
-        nonlocal tunnels
         pb = pb_by_name.get(name)
         ch = opt_first(pb.chassis) if pb is not None else None
         if ch is None:
             return None
-        if tunnels is None:
-            tunnels = tunnel_ofports()
         return tunnels.get(ch.name)
 
-    tvars: dict[str, str] = {}
-    if me is not None:
-        for tv in tables("Chassis_Template_Var").values():
-            if tv.chassis == me.name:
-                tvars.update(tv.variables)
-    dhcp = table_from_rows((r.name, r.code, r.type) for r in tables("DHCP_Options").values())
-    dhcpv6 = table_from_rows((r.name, r.code, r.type)
-                             for r in tables("DHCPv6_Options").values())
     collectors = frozenset(int(r.id) for r in tables("Flow_Sample_Collector_Set").values()) \
         if tables("Flow_Sample_Collector_Set") else None
     kwargs: dict[str, Any] = dict(
-        addr_sets=addr_sets, port_groups=port_groups, template_vars=tvars,
-        dhcp_opts=dhcp or DHCPV4_OPTIONS, dhcpv6_opts=dhcpv6 or DHCPV6_OPTIONS,
+        addr_sets=addr_sets, port_groups=port_groups, template_vars=template_vars,
+        dhcp_opts=dhcp.v4, dhcpv6_opts=dhcp.v6,
         conj_ids=conj_ids, port_binding=port_binding, multicast_group=multicast_group,
         related_lports=frozenset(rt.related_lport_ids), is_chassis_resident=resident,
         tunnel_ofport=tunnel_ofport, local_datapaths=frozenset(dp_uuid_by_key),
@@ -298,7 +271,7 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
 
 
 class LflowOutput:
-    """Provider of the ``lflow_output`` node."""
+    """Provider of the ``logical_flow_output`` node."""
 
     def __init__(self, st: AgentState, tables: Tables, run_id: Callable[[], int],
                  ovs_external_ids: Callable[[], Mapping[str, str]],
@@ -338,7 +311,7 @@ class LflowOutput:
                 "chassis": sb_chassis_handler,
                 "port_binding": self._port_binding, "multicast_group": self._multicast_group,
                 "addr_sets": self._addr_sets, "port_groups": self._port_groups,
-                "sb_global": self._sb_global}
+                "template_vars": self._template_vars, "non_vif_data": self._non_vif_data}
 
     def clear_tracked(self) -> None:
         return None
@@ -350,7 +323,10 @@ class LflowOutput:
             first = self._ctx is None
             self._ctx = compile_context(self.st, self.tables, self.conj_ids, self._ctx,
                                         node.input_data("addr_sets").sets,
-                                        node.input_data("port_groups").sets)
+                                        node.input_data("port_groups").sets,
+                                        node.input_data("template_vars").vars,
+                                        node.input_data("dhcp_options"),
+                                        node.input_data("non_vif_data"))
             self._ctx.features = self.features
             if first:
                 if self.group_bridge is not None:
@@ -517,14 +493,15 @@ class LflowOutput:
     def _port_groups(self, node: Node, inp: Node) -> Handled:
         return self._named(node, "port_groups", inp)
 
-    def _sb_global(self, node: Node, inp: Node) -> Handled:
-        tc: TableChanges = inp.data
-        if tc.created or tc.deleted:
-            return UNHANDLED
-        for tr in tc.updated.values():
-            if "options" in tr.old:
-                return UNHANDLED
-        return HANDLED_UNCHANGED
+    def _template_vars(self, node: Node, inp: Node) -> Handled:
+        return self._named(node, "templates", inp)
+
+    def _non_vif_data(self, node: Node, inp: Node) -> Handled:
+        """Only the chassis -> tunnel ofport map is in lflows (as the target of
+        some load-balancing actions): recompute when it moved (C recomputes on
+        any non_vif_data change); patch ports are physical flows."""
+        nv: NonVifData = inp.data
+        return UNHANDLED if nv.tunnel_ofports_changed else HANDLED_UNCHANGED
 
     def conj_ids_dump(self) -> str:
         return self.conj_ids.dump()

@@ -1,15 +1,18 @@
-"""The ``pflow_output`` engine node: physical flows from ``physical/``.
+"""The ``physical_flow_output`` engine node (C's en_pflow_output): physical
+flows from ``physical/``.
 
 Design note
 -----------
-:class:`PflowOutput` implements the ``pflow_output`` node
+:class:`PflowOutput` implements the ``physical_flow_output`` node
 (``controller.engine.EngineNode``).  Its data owns the desired physical flow
 table (``flow_table``) handed to ofctrl; every flow is owned by the SB row
 it was built from (port binding, multicast group, MAC binding, ...) or by
 nobody (generic flows).  :func:`physical_context` translates the agent's
-runtime data (local datapaths, VIF ofports, tunnel ports on br-int, ct
-zones, negotiated Geneve option) into ``physical.PhysicalContext``, once per
-engine run.  ``run`` rebuilds the whole table; the handlers rebuild only the
+runtime data (local datapaths, VIF ofports, ct zones, negotiated Geneve
+option) and the data of its input nodes (tunnel and patch ports of
+``non_vif_data``, ``template_vars``, ``northd_options``) into
+``physical.PhysicalContext``, once per engine run; ``lb_data`` names the
+load balancers whose hairpin flows to rebuild.  ``run`` rebuilds the whole table; the handlers rebuild only the
 flows of the rows that changed and give up (recompute) on changes of
 generic flows; ofctrl only sends the difference.
 """
@@ -23,11 +26,12 @@ import structlog
 import physical
 from controller.binding import TUNNEL_TYPES, iface_ofport
 from controller.coverage import COVERAGE
-from controller.encaps import has_map_key, parse_tunnel_id
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
                                HandlerFn, Node)
 from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.local_data import TrackedType, opt_first
+from controller.nodes.lb_data import LbData
+from controller.nodes.non_vif_data import NonVifData
 from controller.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
@@ -42,10 +46,6 @@ def add_to_desired(table: DesiredFlowTable, flows: Any, owner: Any = None) -> No
 
 
 log = structlog.get_logger("physical")
-
-_TUN_TYPES = {"geneve": physical.TunnelType.GENEVE, "stt": physical.TunnelType.STT,
-              "vxlan": physical.TunnelType.VXLAN}
-
 
 class PflowData:
     __slots__ = ("flow_table",)
@@ -64,9 +64,6 @@ class _SbView:
         self.static_mac_bindings = list(tables("Static_MAC_Binding").values())
         self.fdbs = list(tables("FDB").values())
         self.load_balancers = list(tables("Load_Balancer").values())
-
-
-_OVN_PORT_KEYS = ("ovn-chassis-id", "ovn-localnet-port", "ovn-l2gateway-port")
 
 
 class VifOfports(Mapping[str, int]):
@@ -126,8 +123,9 @@ class VifOfports(Mapping[str, int]):
         return len(self._names())
 
 
-def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
-                     template_rows: Any, geneve_field: str | None) -> physical.PhysicalContext:
+def physical_context(st: AgentState, chassis_rows: Any, non_vif: NonVifData,
+                     template_vars: Mapping[str, str], use_ct_mark: bool,
+                     geneve_field: str | None) -> physical.PhysicalContext:
     rt = st.rt
     lds: dict[int, physical.LocalDatapath] = {}
     for ld in rt.local_datapaths.values():
@@ -139,50 +137,17 @@ def physical_context(st: AgentState, chassis_rows: Any, sb_global: Any | None,
             multichassis_ports=ld.multichassis_ports)
     vif_ofports = VifOfports(rt.bindings)
     primary = {name for name, lb in rt.bindings.items() if lb.pb is not None}
-    tunnels: list[physical.ChassisTunnel] = []
-    patch_ofports: dict[str, int] = {}
-    br = st.br_int
-    if br is not None:
-        for port in br.ports:
-            if not has_map_key(port, "external_ids", _OVN_PORT_KEYS):
-                continue          # a VIF: nothing to read (the common case)
-            ext = port.external_ids
-            ifaces = list(port.interfaces)
-            if len(ifaces) != 1:
-                continue
-            iface = ifaces[0]
-            ofport = iface_ofport(iface)
-            if ofport <= 0:
-                continue
-            tid = ext.get("ovn-chassis-id")
-            if tid is not None:
-                parsed = parse_tunnel_id(tid)     # no tunnel to "chassis@" (encap ip "")
-                ttype = _TUN_TYPES.get(iface.type)
-                if ttype is not None and parsed is not None:
-                    ch, ip = parsed
-                    tunnels.append(physical.ChassisTunnel(ch, ofport, ttype, ip, ":" in ip))
-                continue
-            for key in ("ovn-localnet-port", "ovn-l2gateway-port"):
-                lport = ext.get(key)
-                if lport:
-                    patch_ofports[lport] = ofport
     mtus = {i.id: i.mtu for i in st.if_mgr.ifaces.values() if i.mtu}
-    tvars: dict[str, str] = {}
     me = st.chassis
-    for row in template_rows:
-        if me is not None and row.chassis == me.name:
-            tvars = dict(row.variables)
-    use_ct_mark = True
-    if sb_global is not None:
-        use_ct_mark = sb_global.options.get("lb_hairpin_use_ct_mark", "true") != "false"
     return physical.PhysicalContext(
         chassis=me, local_datapaths=lds, port_bindings_by_name=st.idx.pb_by_name.by_key,
         vif_ofports=vif_ofports, primary_bound_lports=frozenset(primary),
-        patch_ofports=patch_ofports, chassis_tunnels=tunnels, ct_zones=dict(st.ct.current),
+        patch_ofports=non_vif.patch_ofports, chassis_tunnels=non_vif.tunnels,
+        ct_zones=dict(st.ct.current),
         mff_ovn_geneve=geneve_field or "tun_metadata0",
         active_tunnels=frozenset(rt.active_tunnels), iface_mtus=mtus,
         all_chassis=list(chassis_rows), lb_hairpin_use_ct_mark=use_ct_mark,
-        template_vars=tvars)
+        template_vars=template_vars)
 
 
 # More interfaces than this changing MTU in one run (start-up): recompute.
@@ -190,7 +155,7 @@ MTU_REBUILD_MAX = 64
 
 
 class PflowOutput:
-    """Provider of the ``pflow_output`` node.
+    """Provider of the ``physical_flow_output`` node.
 
     ``run`` rebuilds the whole table; handlers re-build only the flows owned
     by the SB rows that changed (``physical.lport_update`` decides which
@@ -223,7 +188,9 @@ class PflowOutput:
             "mac_binding": self._owned_rows(physical.mac_binding_flows),
             "static_mac_binding": self._owned_rows(physical.static_mac_binding_flows),
             "fdb": self._owned_rows(physical.fdb_flows),
-            "load_balancer": self._owned_rows(physical.lb_hairpin_flows),
+            "lb_data": self._lb_data,
+            "non_vif_data": self._non_vif_data,
+            "activated_ports": self._activated_ports,
             "flow_sample_collector_set": lambda node, inp: HANDLED_UNCHANGED,
             "ovs_interface": self._ovs_interface,
         }
@@ -231,17 +198,16 @@ class PflowOutput:
     def clear_tracked(self) -> None:
         return None
 
-    def _ctx(self) -> physical.PhysicalContext:
+    def _ctx(self, node: Node) -> physical.PhysicalContext:
         """The physical context, built once per engine run (all inputs of this
         node are computed before it in the run)."""
         rid = self.run_id() if self.run_id is not None else None
         if rid is not None and self._ctx_cache is not None and self._ctx_cache[0] == rid:
             return self._ctx_cache[1]
-        sbg = None
-        for row in self.tables("SB_Global").values():
-            sbg = row
-        ctx = physical_context(self.st, self.tables("Chassis").values(), sbg,
-                               self.tables("Chassis_Template_Var").values(),
+        tvars = node.input_data("template_vars").vars
+        ctx = physical_context(self.st, self.tables("Chassis").values(),
+                               node.input_data("non_vif_data"), tvars,
+                               node.input_data("northd_options").lb_hairpin_use_ct_mark,
                                self.geneve_field())
         if rid is not None:
             self._ctx_cache = (rid, ctx)
@@ -254,7 +220,7 @@ class PflowOutput:
         if st.chassis is None:
             return True
         COVERAGE.inc("physical_run")
-        _load_all(table, physical.build_all(self._ctx(), _SbView(self.tables)))
+        _load_all(table, physical.build_all(self._ctx(node), _SbView(self.tables)))
         return True
 
     # -- handlers ------------------------------------------------------
@@ -294,7 +260,7 @@ class PflowOutput:
             changes.append((pb, False))
             changes += [(p, False) for p in self.st.idx.pbs_on_datapath(dp_uuid)
                         if p.uuid != pb.uuid]
-        return self._rebuild_lports(self._ctx(), changes)
+        return self._rebuild_lports(self._ctx(node), changes)
 
     def _rebuild_lports(self, ctx: physical.PhysicalContext,
                         changes: list[tuple[Any, bool]],
@@ -347,7 +313,7 @@ class PflowOutput:
             changes += self._new_datapath_ports(new_dps)
         if not changes and not new_dps:
             return HANDLED_UNCHANGED
-        ctx = self._ctx()
+        ctx = self._ctx(node)
         res = self._rebuild_lports(ctx, changes, new_dps)
         if res is UNHANDLED or not new_dps:
             return res
@@ -374,8 +340,8 @@ class PflowOutput:
 
     def _rebuild_dp_rows(self, ctx: physical.PhysicalContext, new_dps: set[Any]) -> None:
         """The rows keyed by datapath whose flows exist only for local
-        datapaths: MAC bindings, static MAC bindings, FDB entries, load
-        balancers of the datapaths that just became local."""
+        datapaths: MAC bindings, static MAC bindings, FDB entries of the
+        datapaths that just became local (load balancers: lb_data)."""
         table = self.data.flow_table
         keys = {ld.datapath.tunnel_key for u, ld in self.st.rt.local_datapaths.items()
                 if u in new_dps}
@@ -384,13 +350,6 @@ class PflowOutput:
             pb = ctx.port_bindings_by_name.get(row.logical_port)
             return pb is not None and pb.datapath is not None and pb.datapath.uuid in new_dps
 
-        def lb_dp_is_new(lb: Any) -> bool:
-            dps = list(lb.datapaths)
-            grp = opt_first(lb.datapath_group)
-            if grp is not None:
-                dps += list(grp.datapaths)
-            return any(dp.uuid in new_dps for dp in dps)
-
         def fdb_dp_is_new(fdb: Any) -> bool:
             return bool(fdb.dp_key in keys)
 
@@ -398,7 +357,6 @@ class PflowOutput:
             ("MAC_Binding", port_dp_is_new, physical.mac_binding_flows),
             ("Static_MAC_Binding", port_dp_is_new, physical.static_mac_binding_flows),
             ("FDB", fdb_dp_is_new, physical.fdb_flows),
-            ("Load_Balancer", lb_dp_is_new, physical.lb_hairpin_flows),
         ]
         for tname, wanted, build in groups:
             for row in self.tables(tname).values():
@@ -417,11 +375,11 @@ class PflowOutput:
             changes.append((tr.row, False))
         if not changes:
             return HANDLED_UNCHANGED
-        return self._rebuild_lports(self._ctx(), changes)
+        return self._rebuild_lports(self._ctx(node), changes)
 
     def _multicast_group(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
-        ctx = self._ctx()
+        ctx = self._ctx(node)
         table = self.data.flow_table
         for u in tc.deleted:
             table.remove(u)
@@ -430,10 +388,52 @@ class PflowOutput:
             add_to_desired(table, physical.mc_group_flows(ctx, tr.row), tr.row.uuid)
         return HANDLED_UPDATED
 
+    def _lb_data(self, node: Node, inp: Node) -> Handled:
+        """Rebuild the LB hairpin flows of the rows lb_data names."""
+        lbd: LbData = inp.data
+        if lbd.recomputed:
+            return UNHANDLED
+        if not lbd.changed:
+            return HANDLED_UNCHANGED
+        ctx = self._ctx(node)
+        table = self.data.flow_table
+        for u, lb in lbd.changed.items():
+            table.remove(u)
+            if lb is not None:
+                add_to_desired(table, physical.lb_hairpin_flows(ctx, lb), u)
+        return HANDLED_UPDATED
+
+    def _non_vif_data(self, node: Node, inp: Node) -> Handled:
+        """Tunnels are in generic flows (recompute); a patch port that moved
+        rebuilds the flows of its localnet/l2gateway port."""
+        nv: NonVifData = inp.data
+        if nv.tunnels_changed:
+            return UNHANDLED
+        changes = [(pb, False) for pb in (self.st.idx.pb_by_name.get(n)
+                                          for n in sorted(nv.patches_changed))
+                   if pb is not None]
+        if not changes:
+            return HANDLED_UNCHANGED
+        return self._rebuild_lports(self._ctx(node), changes)
+
+    def _activated_ports(self, node: Node, inp: Node) -> Handled:
+        """Ports pinctrl activated: rebuild their flows."""
+        changes: list[tuple[Any, bool]] = []
+        for dp_key, port_key in sorted(inp.data):
+            dp = self.st.idx.dp_by_key.get(dp_key)
+            if dp is None:
+                continue
+            for pb in self.st.idx.pbs_on_datapath(dp.uuid):
+                if pb.tunnel_key == port_key:
+                    changes.append((pb, False))
+        if not changes:
+            return HANDLED_UNCHANGED
+        return self._rebuild_lports(self._ctx(node), changes)
+
     def _owned_rows(self, build: Callable[[physical.PhysicalContext, Any], Any]) -> HandlerFn:
         def handler(node: Node, inp: Node) -> Handled:
             tc: TableChanges = inp.data
-            ctx = self._ctx()
+            ctx = self._ctx(node)
             table = self.data.flow_table
             for u in tc.deleted:
                 table.remove(u)

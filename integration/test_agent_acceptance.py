@@ -1,7 +1,7 @@
 """Acceptance tests of issue 6 (the agent) against the real sandbox.
 
-1. No full recompute of runtime_data / lflow_output / pflow_output / ct_zones
-   for: a VIF bound on an already-local datapath, a VIF that makes its
+1. No full recompute of runtime_data / logical_flow_output /
+   physical_flow_output / ct_zones for: a VIF bound on an already-local datapath, a VIF that makes its
    datapath local, a VIF unbound, an ACL added, an address set changed; the
    flows then equal what a forced ``inc-engine/recompute`` yields.
 2. ct zones are written to br-int ``external_ids`` key by key (OVSDB
@@ -35,7 +35,7 @@ from integration.test_agent_basic import br_ext, col, iface_ext, wait_until
 
 pytestmark = pytest.mark.integration
 
-ENGINE_NODES = ("runtime_data", "lflow_output", "pflow_output", "ct_zones")
+ENGINE_NODES = ("runtime_data", "logical_flow_output", "physical_flow_output", "ct_zones")
 
 
 def recomputes(box: Sandbox) -> dict[str, int]:

@@ -70,8 +70,8 @@ def test_incremental_equals_recompute(sandbox_factory: SandboxFactory) -> None:
     # Port claims after start-up went through handlers, not full recomputes of
     # runtime_data (a new local datapath is allowed one).
     assert incremental <= 3, box.appctl("controller", "inc-engine/show-stats")
-    pflow_computes = int(box.appctl("controller", "inc-engine/show-stats", "pflow_output",
-                                    "compute"))
+    pflow_computes = int(box.appctl("controller", "inc-engine/show-stats",
+                                    "physical_flow_output", "compute"))
     assert pflow_computes > 0
 
 

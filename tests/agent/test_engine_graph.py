@@ -1,7 +1,7 @@
 from controller.db import SB_TABLES
 from controller.engine import HANDLED_UPDATED, State
-from controller.engine_graph import (GRAPH, NOOP, ROOT, GraphError, GraphParts, TableNode,
-                                     build_engine)
+from controller.engine_graph import (C_NODE_ORDER, GRAPH, NOOP, ROOT, GraphError, GraphParts,
+                                     TableNode, build_engine)
 from controller.tracking import ROW_CREATE, ROW_UPDATE, ChangeTracker
 from tests.agent.fakes import FakeRow
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-OVS_TABLES = ["Open_vSwitch", "Bridge", "Port", "Interface", "Flow_Sample_Collector_Set"]
+OVS_TABLES = ["Open_vSwitch", "Bridge", "QoS", "Port", "Interface", "Flow_Sample_Collector_Set"]
 
 
 class Impl:
@@ -57,10 +57,12 @@ def test_graph_order_and_root():
     eng = build_engine(p)
     names = [n.name for n in eng.nodes]
     assert names[-1] == "flow_output"
-    assert names.index("runtime_data") < names.index("ct_zones") < names.index("pflow_output")
-    assert [n.name for n, _ in eng.root.inputs] == ["lflow_output", "pflow_output"]
+    assert names.index("runtime_data") < names.index("ct_zones") < \
+        names.index("physical_flow_output")
+    assert [n.name for n, _ in eng.root.inputs] == ["logical_flow_output",
+                                                    "physical_flow_output"]
     # inputs in the declared 23.03 order
-    for name in ("runtime_data", "lflow_output", "pflow_output"):
+    for name in ("runtime_data", "logical_flow_output", "physical_flow_output"):
         assert [n.name for n, _ in eng.node(name).inputs] == [e[0] for e in GRAPH[name]]
 
 
@@ -90,12 +92,14 @@ def test_port_binding_change_goes_through_handlers():
     sb.record("Port_Binding", ROW_UPDATE, FakeRow(logical_port="x"), {"chassis": None})
     eng.init_run()
     eng.run(True)
-    # depth first from the root: lflow_output's inputs, it, then pflow_output's
+    # depth first from the root: logical_flow_output's inputs, it, then
+    # physical_flow_output's; handlers of a node in its inputs' order
     assert calls == ["runtime_data.sb_port_binding", "port_groups.runtime_data",
-                     "lflow_output.runtime_data", "lflow_output.port_binding",
-                     "lflow_output.port_groups", "ct_zones.runtime_data",
-                     "pflow_output.ct_zones", "pflow_output.port_binding",
-                     "pflow_output.runtime_data"]
+                     "lb_data.runtime_data",
+                     "logical_flow_output.port_groups", "logical_flow_output.runtime_data",
+                     "logical_flow_output.port_binding", "ct_zones.runtime_data",
+                     "physical_flow_output.ct_zones", "physical_flow_output.port_binding",
+                     "physical_flow_output.runtime_data", "physical_flow_output.lb_data"]
 
 
 def test_chassis_change_has_a_handler_in_the_flow_outputs():
@@ -103,20 +107,21 @@ def test_chassis_change_has_a_handler_in_the_flow_outputs():
     calls: list[str] = []
     ovs, sb, p = parts(calls)
     eng = build_engine(p)
-    handlers = {n.name: h for n, h in eng.node("pflow_output").inputs}
+    handlers = {n.name: h for n, h in eng.node("physical_flow_output").inputs}
     assert handlers["SB_chassis"] is not None
     sb.record("Chassis", ROW_CREATE, FakeRow(name="hv9"), None)
     eng.init_run()
     eng.run(True)
     assert "run runtime_data" in calls       # runtime_data recomputes on any Chassis change
-    assert "pflow_output.chassis" in calls and "lflow_output.chassis" in calls
+    assert "physical_flow_output.chassis" in calls and "logical_flow_output.chassis" in calls
 
 
 def test_unknown_handler_raises():
     calls: list[str] = []
     nodes = impls(calls)
-    del nodes["pflow_output"].handlers["chassis"]
-    with pytest.raises(GraphError, match="pflow_output: no handler 'chassis' for input"):
+    del nodes["physical_flow_output"].handlers["chassis"]
+    with pytest.raises(GraphError,
+                       match="physical_flow_output: no handler 'chassis' for input"):
         build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
 
 
@@ -128,19 +133,19 @@ def test_unknown_input_node_raises():
 
 
 def test_input_declared_after_its_user_raises():
-    graph = {**GRAPH, "if_status_mgr": [("ct_zones", None)]}
-    with pytest.raises(GraphError, match="if_status_mgr: input ct_zones: declared after it"):
+    graph = {**GRAPH, "northd_options": [("ct_zones", None)]}
+    with pytest.raises(GraphError, match="northd_options: input ct_zones: declared after it"):
         build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES),
                                 impls([], graph)), graph)
 
 
 def test_missing_or_extra_implementation_raises():
     nodes = impls([])
-    del nodes["lflow_output"]
-    with pytest.raises(GraphError, match=r"without implementation: \['lflow_output'\]"):
+    del nodes["logical_flow_output"]
+    with pytest.raises(GraphError, match=r"without implementation: \['logical_flow_output'\]"):
         build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
-    nodes = {**impls([]), "lb_data": Impl("lb_data", [], [])}
-    with pytest.raises(GraphError, match=r"of no node: \['lb_data'\]"):
+    nodes = {**impls([]), "vif_plug": Impl("vif_plug", [], [])}
+    with pytest.raises(GraphError, match=r"of no node: \['vif_plug'\]"):
         build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
 
 
@@ -160,8 +165,8 @@ def real_engine():
 
     st = AgentState(IfStatusMgr(SeqnoTracker()))
     nodes = {**agent_nodes(st, lambda t: {}),
-             "lflow_output": LflowOutput(st, lambda t: {}, lambda: 0, lambda: {}),
-             "pflow_output": PflowOutput(st, lambda t: {}, lambda: None)}
+             "logical_flow_output": LflowOutput(st, lambda t: {}, lambda: 0, lambda: {}),
+             "physical_flow_output": PflowOutput(st, lambda t: {}, lambda: None)}
     return build_engine(GraphParts(ChangeTracker(OVS_TABLES), ChangeTracker(SB_TABLES), nodes))
 
 
@@ -169,6 +174,31 @@ def test_the_agent_builds_its_real_graph():
     """The implementations the daemon plugs in satisfy the graph."""
     eng = real_engine()
     assert {n.name for n in eng.nodes} >= set(GRAPH)
+
+
+def test_nodes_are_the_c_agents_in_its_order():
+    """inc-engine/show-stats lists ovn-controller 23.03.1's 44 nodes, in its
+    order (integration/test_dropin_commands.py compares with the binary)."""
+    eng = real_engine()
+    assert len(C_NODE_ORDER) == 44
+    assert tuple(n.name for n in eng.nodes) == C_NODE_ORDER
+    shown = [line[len("Node: "):] for line in eng.show_stats().splitlines()
+             if line.startswith("Node: ")]
+    assert tuple(shown) == C_NODE_ORDER
+
+
+def test_ha_chassis_group_changes_recompute_physical_flows():
+    """C sees them as Port_Binding updates (IDL reference tracking); here
+    they ride on SB_encap's recompute edge of physical_flow_output."""
+    calls: list[str] = []
+    ovs, sb, p = parts(calls)
+    eng = build_engine(p)
+    sb.record("HA_Chassis_Group", ROW_UPDATE, FakeRow(name="g"), {"ha_chassis": None})
+    eng.init_run()
+    eng.run(True)
+    assert eng.node("SB_encap").state is State.UPDATED
+    assert "run physical_flow_output" in calls
+    assert "run logical_flow_output" not in calls
 
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md"

@@ -86,7 +86,7 @@ def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
                          idx=SimpleNamespace(pb_by_name=pbs, pbs_on_datapath=by_dp.__getitem__))
     pf = PflowOutput(st, lambda name: {}, lambda: None)   # type: ignore[arg-type]
     calls = []
-    pf._ctx = lambda: "ctx"   # type: ignore[method-assign]
+    pf._ctx = lambda node: "ctx"   # type: ignore[method-assign]
     pf._rebuild_lports = lambda ctx, ch: calls.append(ch) or HANDLED_UPDATED  # type: ignore
 
     assert pf.handlers["if_status_mgr"](None, None) is HANDLED_UNCHANGED
@@ -105,7 +105,7 @@ def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
 def test_if_status_mgr_node_tracks_mtu_changes():
     from types import SimpleNamespace
 
-    from controller.engine_nodes import IfStatusMgrNode
+    from controller.nodes.if_status_mgr import IfStatusMgrNode
     from controller.if_status import IfStatusMgr
     from ofctrl.seqno import SeqnoTracker
 
@@ -167,7 +167,7 @@ def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
     from types import SimpleNamespace
 
     from controller.engine import HANDLED_UPDATED
-    from controller.lflow_inputs import NamedSets
+    from controller.nodes.addr_sets import NamedSets
 
     out, a, b, rows, compiled = _shared_clause_output()
     assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]

@@ -1,0 +1,93 @@
+"""The ``runtime_data`` engine node (C's en_runtime_data): port bindings,
+local datapaths and related ports (``controller.binding``).
+
+Design note
+-----------
+Its data (``binding.RuntimeData``) lives in the agent state.  ``run`` is a
+full binding pass; the handlers follow Port_Binding changes, postponed
+claims, the SB becoming writable and Interface changes (from
+``ovs_interface_shadow``) incrementally (``controller.binding_incremental``)
+and report UPDATED when datapaths or local/related ports were tracked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from controller.binding import binding_run
+from controller.binding_incremental import (handle_ovs_interface_changes,
+                                            handle_port_binding_changes, retry_postponed)
+from controller.coverage import COVERAGE
+from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
+                               HandlerFn, Node)
+from controller.if_status import IfState
+from controller.tracking import TableChanges
+
+if TYPE_CHECKING:
+    from controller.engine_nodes import AgentState
+
+
+def _changes(inp: Node) -> TableChanges:
+    data: TableChanges = inp.data
+    return data
+
+
+class RuntimeDataNode:
+    """``runtime_data``: bindings, local datapaths, related ports (binding.c)."""
+
+    def __init__(self, st: AgentState) -> None:
+        self.st = st
+        self.data: Any = st.rt
+
+    @property
+    def handlers(self) -> Mapping[str, HandlerFn]:
+        return {"sb_datapath_binding": self._sb_datapath_binding,
+                "sb_port_binding": self._sb_port_binding,
+                "postponed_ports": self._postponed_ports,
+                "sb_ro": self._sb_ro,
+                "ovs_interface_shadow": self._ovs_interface}
+
+    def clear_tracked(self) -> None:
+        self.st.rt.clear_tracked()
+
+    def run(self, node: Node) -> bool:
+        COVERAGE.inc("binding_recompute")
+        binding_run(self.st.binding_ctx(with_tunnels=True), self.st.rt)
+        node.data = self.st.rt
+        return True
+
+    def _result(self, ok: bool) -> Handled:
+        if not ok:
+            return UNHANDLED
+        rt = self.st.rt
+        if rt.tracked_dps or rt.local_lports_changed or rt.related_lports_changed:
+            return HANDLED_UPDATED
+        return HANDLED_UNCHANGED
+
+    def _sb_datapath_binding(self, node: Node, inp: Node) -> Handled:
+        rt = self.st.rt
+        for u in _changes(inp).deleted:
+            if u in rt.local_datapaths:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
+
+    def _sb_port_binding(self, node: Node, inp: Node) -> Handled:
+        return self._result(handle_port_binding_changes(self.st.binding_ctx(), self.st.rt,
+                                                        _changes(inp)))
+
+    def _postponed_ports(self, node: Node, inp: Node) -> Handled:
+        return self._result(retry_postponed(self.st.binding_ctx(), self.st.rt))
+
+    def _sb_ro(self, node: Node, inp: Node) -> Handled:
+        """SB became writable: write the claims that had to wait."""
+        view = self.st.binding_view()
+        mgr = self.st.if_mgr
+        for iface_id, i in mgr.ifaces.items():
+            if i.state is IfState.CLAIMED and not view.pb_chassis_is_set(iface_id,
+                                                                         self.st.chassis):
+                view.set_pb_chassis(iface_id, self.st.chassis, True, i.additional)
+        return HANDLED_UNCHANGED
+
+    def _ovs_interface(self, node: Node, inp: Node) -> Handled:
+        return self._result(handle_ovs_interface_changes(self.st.binding_ctx(), self.st.rt,
+                                                         _changes(inp)))
