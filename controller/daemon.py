@@ -510,6 +510,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
                 self.startup.engine_updated()
+        if any(self.engine.node(n).pending() for n in FLOW_OUTPUT_NODES):
+            self._wake = True       # a sliced compute goes on next iteration
         if self.ovs.txn is not None and self.br_int is not None:
             csw = self.stopwatches["ct-zone-commit"]
             csw.start()

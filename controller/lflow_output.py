@@ -20,10 +20,32 @@ else (a chassis appearing or going away, DNS/DHCP tables, template
 variables, SB_Global options) recomputes the node.  Flows of the
 neighbour/FDB/LB-hairpin tables come from ``physical/`` (pflow_output), so
 those tables are not inputs here.
+
+Bounded slices (issue 15).  Every lflow to (re-)process goes through one
+insertion-ordered queue, ``pending``: a recompute clears the table and
+queues every Logical_Flow row; a handler removes the flows of what changed
+at once and queues the rows to rebuild.  The engine then calls
+:meth:`LflowOutput.resume`, which compiles queued rows until ``slice_ms`` of
+CPU are spent; what is left stays queued, the node is not valid (the daemon
+installs nothing, ofctrl keeps the installed flows, nb_cfg is not acked) and
+the daemon wakes at once, so unixctl, OpenFlow echoes and the IDLs are
+served between slices.  A change arriving while rows are still queued goes
+through the handlers as in any iteration: they act on the rows already
+compiled (found through their references), and a queued row is compiled
+later from the then-current inputs, so it needs nothing.  The queue is a
+dict popped from its end (O(1)); a recompute queues the table reversed, so
+rows are compiled in table order.  This is correct
+without restarting the compute (a handler that gives up still recomputes,
+which restarts the queue); a queued row that is deleted is dropped, one that
+a handler re-queues is compiled once.  The queue keeps the order of the
+table, so an uninterrupted sliced compute does exactly what one long loop
+did (a test compares the tables).  The compile context (and its per-text
+cache) is kept across slices while no input of the node changed.
 """
 
 from __future__ import annotations
 
+import time
 import uuid as uuidlib
 from typing import Any, Callable, Hashable, Iterable, Mapping, cast
 
@@ -31,7 +53,7 @@ import structlog
 
 from controller.coverage import COVERAGE
 from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
+                               HandlerFn, Node, State)
 from controller.encaps import parse_tunnel_id
 from controller.engine_nodes import AgentState, sb_chassis_handler
 from controller.vlog import RateLimiter
@@ -49,6 +71,9 @@ log = structlog.get_logger("lflow")
 _rl_err = RateLimiter(per_minute=12, burst=5)
 
 Tables = Callable[[str], Mapping[Any, Any]]
+# CPU spent compiling queued lflows per engine run (see the design note).
+SLICE_MS = 100.0
+_CLOCK_EVERY = 8    # lflows compiled between two looks at the CPU clock
 
 
 class ExtendBridge:
@@ -316,6 +341,10 @@ class LflowOutput:
         self.compiler: LflowCompiler | None = None
         self.n_errors = 0
         self.views = RowViews()
+        # Rows still to compile (the sliced compute); None = unbounded slices.
+        self.pending_lflows: dict[uuidlib.UUID, None] = {}
+        self.slice_ms: float | None = SLICE_MS
+        self.n_slices = 0       # resume calls that left work behind
         self.features = OvsFeatures()
         self.group_bridge: Any = None
         self.meter_bridge: Any = None
@@ -404,13 +433,13 @@ class LflowOutput:
         affected = cast("set[uuidlib.UUID]", self.data.flow_table.flood_remove(owners))
         for u in affected:
             self._forget(comp, u)
+        pending = self.pending_lflows
         rows = self.tables("Logical_Flow")
         for u in affected:
             if u in gone:
-                continue
-            row = rows.get(u)
-            if row is not None:
-                self._process(comp, row)
+                pending.pop(u, None)
+            elif u in rows:
+                pending[u] = None
         return True
 
     # -- run -----------------------------------------------------------
@@ -422,13 +451,40 @@ class LflowOutput:
         if self._ctx is not None:
             self._ctx.group_table.clear_desired()
             self._ctx.meter_table.clear_desired()
+        self.pending_lflows = {}
+        self._ctx_run = -1      # a fresh context for the first slice
         if self.st.chassis is None:
             return True
         COVERAGE.inc("lflow_run")
-        comp = self._compiler(node)
-        for row in list(self.tables("Logical_Flow").values()):
-            self._process(comp, row)
+        self.pending_lflows = dict.fromkeys(reversed(list(self.tables("Logical_Flow"))))
         return True
+
+    def pending(self) -> bool:
+        return bool(self.pending_lflows)
+
+    def resume(self, node: Node) -> bool:
+        """Compile queued rows for at most ``slice_ms`` of CPU; True if any."""
+        pending = self.pending_lflows
+        if self.compiler is not None and self._ctx_run >= 0 and \
+                not any(i.state is State.UPDATED for i, _ in node.inputs):
+            self._ctx_run = self.run_id()     # nothing it reads changed: keep it
+        comp = self._compiler(node)
+        rows = self.tables("Logical_Flow")
+        budget = self.slice_ms
+        clock = time.process_time
+        deadline = clock() + budget / 1000 if budget is not None else 0.0
+        n = 0
+        while pending:
+            u = pending.popitem()[0]        # the queue's head is its end
+            row = rows.get(u)
+            if row is not None:
+                self._process(comp, row)
+            n += 1
+            if budget is not None and n % _CLOCK_EVERY == 0 and clock() >= deadline:
+                break
+        if pending:
+            self.n_slices += 1
+        return n > 0
 
     # -- handlers ------------------------------------------------------
     def _logical_flow(self, node: Node, inp: Node) -> Handled:
