@@ -221,7 +221,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         then instead of dropping to what the first rounds bring (or to an
         empty table while northd has not yet filled a wiped SB)."""
         replaced = self._sb_replaced is not None
-        if not getattr(sess, "initial_clear", False) and not replaced:
+        if not (getattr(sess, "initial_clear", False) or getattr(sess, "bundle_open", False)) \
+                and not replaced:
             return False
         sb = self.sb
         settled = sb is not None and self.monitor_key is not None and sb.conditions_settled()
@@ -241,6 +242,13 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         """Like engine_get_data(): flow tables are handed to ofctrl only when
         their nodes were computed (not stale or aborted) in this iteration."""
         return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES)
+
+    def _outputs_partial(self) -> bool:
+        """Both flow tables computed in this iteration, but a sliced compute
+        of one of them is not complete yet (see controller.lflow_output)."""
+        nodes = [self.engine.node(n) for n in FLOW_OUTPUT_NODES]
+        return all(n.state in (State.UPDATED, State.UNCHANGED) for n in nodes) and \
+            any(n.pending() for n in nodes)
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()
@@ -597,6 +605,14 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                     self.loop_stats.first_install_done()
                     self.dump_profile(restart=True)
                     gc_after_startup()
+        elif sess is not None and self.chassis is not None and self._outputs_partial():
+            # The initial install streams the flows of each slice into its
+            # bundle (committed by the put once the compute is complete).
+            lf, pf, _, _ = self._desired_tables()
+            fsw = self.stopwatches["flow-installation"]
+            fsw.start()
+            sess.put_partial(lf, pf, self._sb_meters())
+            fsw.stop()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]
             sw.start()
