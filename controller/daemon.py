@@ -240,15 +240,21 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
 
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
-        their nodes were computed (not stale or aborted) in this iteration."""
-        return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES)
+        their nodes were computed (not stale or aborted, nothing pending) in
+        this iteration, from a replica with no update half applied."""
+        return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES) and \
+            not self._sb_deferred()
+
+    def _sb_deferred(self) -> bool:
+        return self.sb is not None and self.sb.has_deferred()
 
     def _outputs_partial(self) -> bool:
         """Both flow tables computed in this iteration, but a sliced compute
-        of one of them is not complete yet (see controller.lflow_output)."""
+        of one of them (controller.lflow_output) or the SB update it works
+        from (controller.db) is not complete yet."""
         nodes = [self.engine.node(n) for n in FLOW_OUTPUT_NODES]
         return all(n.state in (State.UPDATED, State.UNCHANGED) for n in nodes) and \
-            any(n.pending() for n in nodes)
+            (any(n.pending() for n in nodes) or self._sb_deferred())
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()

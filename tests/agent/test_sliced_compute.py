@@ -147,3 +147,27 @@ def test_rows_changed_during_a_sliced_compute_end_up_as_a_fresh_compute(sb: SbSn
     fresh.finish()
     assert h.table() == fresh.table()
     assert h.extend() == fresh.extend()
+
+
+def test_big_sb_update_is_split_with_logical_flows_last() -> None:
+    from controller.db import _split_update
+
+    lflows = {f"lf{i}": {"insert": {"match": "1"}} for i in range(25)}
+    lflows["gone"] = {"delete": None}
+    lflows["changed"] = {"modify": {"priority": 3}}
+    upd = {"Port_Binding": {"pb": {"insert": {}}}, "Logical_DP_Group": {"g": {"delete": None}},
+           "Logical_Flow": lflows}
+    assert _split_update(upd, 30) is None           # small enough: at once
+    parts = _split_update(upd, 10)
+    assert parts is not None and len(parts) == 4
+    # first every other table and the lflow deletions, then lflows 10 at a time
+    assert parts[0] == {"Port_Binding": upd["Port_Binding"],
+                        "Logical_DP_Group": upd["Logical_DP_Group"],
+                        "Logical_Flow": {"gone": {"delete": None}}}
+    assert [list(p) for p in parts[1:]] == [["Logical_Flow"]] * 3
+    assert [len(p["Logical_Flow"]) for p in parts[1:]] == [10, 10, 6]
+    merged: dict[str, object] = {}
+    for p in parts:
+        merged.update(p["Logical_Flow"])
+    assert merged == lflows
+    assert _split_update({"Port_Binding": {"pb": {"insert": {}}}}, 0) is None
