@@ -152,10 +152,10 @@ def test_rows_changed_during_a_sliced_compute_end_up_as_a_fresh_compute(sb: SbSn
 def test_big_sb_update_is_split_with_logical_flows_last() -> None:
     from controller.db import _split_update
 
-    lflows = {f"lf{i}": {"insert": {"match": "1"}} for i in range(25)}
+    lflows: dict[str, Any] = {f"lf{i}": {"insert": {"match": "1"}} for i in range(25)}
     lflows["gone"] = {"delete": None}
     lflows["changed"] = {"modify": {"priority": 3}}
-    upd = {"Port_Binding": {"pb": {"insert": {}}}, "Logical_DP_Group": {"g": {"delete": None}},
+    upd: dict[str, Any] = {"Port_Binding": {"pb": {"insert": {}}}, "Logical_DP_Group": {"g": {"delete": None}},
            "Logical_Flow": lflows}
     assert _split_update(upd, 30) is None           # small enough: at once
     parts = _split_update(upd, 10)
