@@ -13,7 +13,11 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
    OpenFlow backlog), commit ct zones, refresh SB monitor conditions;
 4. hand desired flows to ofctrl with the request id of the latest seqno
    requests (nb_cfg, if-status), collect acked seqnos, run the if-status
-   manager, echo nb_cfg;
+   manager, echo nb_cfg; while a full compute runs in CPU-bounded slices
+   (``controller.lflow_output``) or an SB update is applied in slices
+   (``controller.db``), nothing is put: the initial install instead streams
+   each slice into its still open bundle (``OfctrlSession.put_partial``),
+   and the loop wakes at once for the next slice;
 5. unixctl, commit both transactions, clear tracked changes, wait.
 
 The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
