@@ -80,6 +80,10 @@ INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
 _rl_version = RateLimiter(per_minute=60, burst=1)
 # Longest hold of the installed flows after the SB replica was replaced.
 SB_REFILL_HOLD_S = 10.0
+# CPU an iteration may spend before a sliced compute yields (what is left of
+# it goes to the compute's slice, at least MIN_SLICE_MS).
+ITERATION_CPU_MS = 150.0
+MIN_SLICE_MS = 30.0
 
 
 def _ovs_rundir() -> str:
@@ -508,6 +512,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
         runs_before = self.engine.run_count
+        self.lflow.slice_ms = max(MIN_SLICE_MS, ITERATION_CPU_MS - self.loop_stats.cpu_ms())
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()

@@ -137,7 +137,7 @@ def sb_schema_helper(path: str = SB_SCHEMA) -> ovs.db.idl.SchemaHelper:
 
 
 # Rows of one update notification applied per IDL run (see the design note).
-UPDATE_CHUNK_ROWS = 2000
+UPDATE_CHUNK_ROWS = 1000
 
 
 def _split_update(table_updates: dict[str, Any], rows: int) -> list[dict[str, Any]] | None:

@@ -71,7 +71,8 @@ log = structlog.get_logger("lflow")
 _rl_err = RateLimiter(per_minute=12, burst=5)
 
 Tables = Callable[[str], Mapping[Any, Any]]
-# CPU spent compiling queued lflows per engine run (see the design note).
+# CPU spent compiling queued lflows per engine run (see the design note;
+# the daemon sets what is left of its per-iteration budget).
 SLICE_MS = 100.0
 _CLOCK_EVERY = 8    # lflows compiled between two looks at the CPU clock
 
