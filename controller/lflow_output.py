@@ -71,6 +71,8 @@ log = structlog.get_logger("lflow")
 _rl_err = RateLimiter(per_minute=12, burst=5)
 
 Tables = Callable[[str], Mapping[Any, Any]]
+# Port_Binding columns no lflow is compiled from (set by the if-status manager).
+PB_FLOWLESS_COLUMNS = frozenset({"up"})
 # CPU spent compiling queued lflows per engine run (see the design note;
 # the daemon sets what is left of its per-iteration budget).
 SLICE_MS = 100.0
@@ -526,7 +528,8 @@ class LflowOutput:
 
     def _port_binding(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
-        names = {tr.row.logical_port for tr in tc.all()}
+        names = {tr.row.logical_port for tr in tc.all()
+                 if not tr.only_changed(PB_FLOWLESS_COLUMNS)}
         uuids = self.refs.users("ports", names)
         if not uuids:
             return HANDLED_UNCHANGED
