@@ -236,3 +236,23 @@ def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
     # An interface whose Port_Binding was skipped (unknown type) has no port.
     assert m.get("skipped") is None
     assert dict(m) == {"vm1": 5, "vm2": 7, "vm3": 9, "c1": 5, "c2": 7}
+
+
+def test_port_up_alone_reprocesses_no_lflow():
+    from types import SimpleNamespace
+
+    from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED
+    from controller.tracking import ROW_UPDATE, TableChanges
+
+    out, a, b, rows, compiled = _shared_clause_output()
+    out.refs.add(a.uuid, Refs(ports={"vm1"}))
+    compiled.clear()
+    pb = FakeRow(logical_port="vm1")
+    up = TableChanges("Port_Binding")
+    up.record(ROW_UPDATE, pb, {"up": [False]})
+    assert out._port_binding(None, SimpleNamespace(data=up)) is HANDLED_UNCHANGED
+    moved = TableChanges("Port_Binding")
+    moved.record(ROW_UPDATE, pb, {"up": [False], "chassis": []})
+    assert out._port_binding(None, SimpleNamespace(data=moved)) is HANDLED_UPDATED
+    _drain(out)
+    assert "A" in compiled
