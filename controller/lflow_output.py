@@ -50,15 +50,16 @@ compiled so far costs what the same changes cost after a complete compute.
 A handler that gives up (or a forced recompute) still starts the queue over.
 
 Measured, seed-500 cold start (restart mode of ``benchmarks/seed.py``, one
-back-to-back rep; the machine was shared with other jobs, load 2 for the
-first run and 20-130 for the others, so wall times are noisy): before, the
-whole compute was one iteration (longest loop 9.9 s wall vs 1.6 s for C).
-With slices, SB update slices (``controller/db.py``) and the install streamed
-into its bundle (``OfctrlSession.put_partial``): mean CPU per iteration
-0.10 s over 154 iterations; the longest iterations in CPU are the first
-recompute of runtime_data + pflow_output (not sliced, 0.8 s), the first SB
-update slice (JSON decoding of the whole update, 0.6 s) and the final
-commit (0.5 s); longest loop 4.1 s wall vs 8.2 s for C in the same run.
+back-to-back rep each, on a machine shared with other jobs, so wall times
+are noisy).  Before: the compute was one iteration; longest loop 9.9 s vs
+1.6 s for C (6.1x), time to flows 1.30x C, agent CPU 1.21x, peak RSS
+1.44x.  After (with SB update slices, ``controller/db.py``, and the install
+streamed into its bundle, ``OfctrlSession.put_partial``), load 4-14: longest
+loop 1.04 s vs 2.1 s for C (0.49x), time to flows 0.88x, agent CPU 1.02x,
+peak RSS 1.37x; 140 iterations, mean 0.12 s CPU each.  The longest in CPU:
+the first recompute of runtime_data + pflow_output (not sliced, 0.9 s), the
+first SB update slice (it decodes the whole update's JSON, 0.7 s), a put
+after pflow_output recomputed (full compare, 0.5 s).
 """
 
 from __future__ import annotations
