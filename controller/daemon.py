@@ -14,7 +14,11 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
    OpenFlow backlog), commit ct zones, refresh SB monitor conditions;
 4. hand desired flows to ofctrl with the request id of the latest seqno
    requests (nb_cfg, if-status), collect acked seqnos, run the if-status
-   manager, echo nb_cfg;
+   manager, echo nb_cfg; while a full compute runs in CPU-bounded slices
+   (``controller.lflow_output``) or an SB update is applied in slices
+   (``controller.db``), nothing is put: the initial install instead streams
+   each slice into its still open bundle (``OfctrlSession.put_partial``),
+   and the loop wakes at once for the next slice;
 5. unixctl, commit both transactions, clear tracked changes, wait.
 
 The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
@@ -77,6 +81,10 @@ INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
 _rl_version = RateLimiter(per_minute=60, burst=1)
 # Longest hold of the installed flows after the SB replica was replaced.
 SB_REFILL_HOLD_S = 10.0
+# CPU an iteration may spend before a sliced compute yields (what is left of
+# it goes to the compute's slice, at least MIN_SLICE_MS).
+ITERATION_CPU_MS = 150.0
+MIN_SLICE_MS = 30.0
 
 
 def _ovs_rundir() -> str:
@@ -222,7 +230,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         then instead of dropping to what the first rounds bring (or to an
         empty table while northd has not yet filled a wiped SB)."""
         replaced = self._sb_replaced is not None
-        if not getattr(sess, "initial_clear", False) and not replaced:
+        if not (getattr(sess, "initial_clear", False) or getattr(sess, "bundle_open", False)) \
+                and not replaced:
             return False
         sb = self.sb
         settled = sb is not None and self.monitor_key is not None and sb.conditions_settled()
@@ -240,8 +249,21 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
 
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
-        their nodes were computed (not stale or aborted) in this iteration."""
-        return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES)
+        their nodes were computed (not stale or aborted, nothing pending) in
+        this iteration, from a replica with no update half applied."""
+        return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES) and \
+            not self._sb_deferred()
+
+    def _sb_deferred(self) -> bool:
+        return self.sb is not None and self.sb.has_deferred()
+
+    def _outputs_partial(self) -> bool:
+        """Both flow tables computed in this iteration, but a sliced compute
+        of one of them (controller.lflow_output) or the SB update it works
+        from (controller.db) is not complete yet."""
+        nodes = [self.engine.node(n) for n in FLOW_OUTPUT_NODES]
+        return all(n.state in (State.UPDATED, State.UNCHANGED) for n in nodes) and \
+            (any(n.pending() for n in nodes) or self._sb_deferred())
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()
@@ -502,6 +524,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
         runs_before = self.engine.run_count
+        self.lflow.slice_ms = max(MIN_SLICE_MS, ITERATION_CPU_MS - self.loop_stats.cpu_ms())
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()
@@ -522,6 +545,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
                 self.startup.engine_updated()
+        if any(self.engine.node(n).pending() for n in FLOW_OUTPUT_NODES):
+            self._wake = True       # a sliced compute goes on next iteration
         if self.ovs.txn is not None and self.br_int is not None:
             csw = self.stopwatches["ct-zone-commit"]
             csw.start()
@@ -607,6 +632,14 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                     self.loop_stats.first_install_done()
                     self.dump_profile(restart=True)
                     gc_after_startup()
+        elif sess is not None and self.chassis is not None and self._outputs_partial():
+            # The initial install streams the flows of each slice into its
+            # bundle (committed by the put once the compute is complete).
+            lf, pf, _, _ = self._desired_tables()
+            fsw = self.stopwatches["flow-installation"]
+            fsw.start()
+            sess.put_partial(lf, pf, self._sb_meters())
+            fsw.stop()
         if view is not None:
             sw = self.stopwatches["if-status-mgr-run"]
             sw.start()

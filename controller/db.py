@@ -35,6 +35,19 @@ our last transaction id) keeps the replica and delivers what was missed as
 ordinary tracked changes: no recompute.  Only a replica that had to be thrown
 away (``reset``) needs one.
 
+A big update notification (the rows a monitor condition change brings: the
+25k Logical_Flow rows of seed-500 at once) is applied in slices, one per
+``run`` (:class:`TrackedIdl`, ``UPDATE_CHUNK_ROWS``), so that one iteration
+never parses it whole: the first slice has every other table and the
+Logical_Flow deletions, the next ones the Logical_Flow inserts and updates
+(nothing refers to Logical_Flow rows, so no slice refers to a row of a later
+one).  Until the last slice, :meth:`IdlLoop.has_deferred` is True (the daemon
+installs nothing, the conditions are not settled: the server's reply to the
+condition change is read only after the last slice), the last-transaction id
+stays the one before the update (a reconnection asks for all of it again)
+and the loop wakes at once; a reconnection drops the slices left and
+monitors from scratch.
+
 The SB conditional monitoring of OVN 23.03 (``update_sb_monitors``) is the
 pure function :func:`sb_monitor_conditions`; :meth:`IdlLoop.set_conditions`
 applies it and returns the condition seqno to wait for.
@@ -137,6 +150,26 @@ def sb_schema_helper(path: str = SB_SCHEMA) -> ovs.db.idl.SchemaHelper:
     return helper
 
 
+# Rows of one update notification applied per IDL run (see the design note).
+UPDATE_CHUNK_ROWS = 1000
+
+
+def _split_update(table_updates: dict[str, Any], rows: int) -> list[dict[str, Any]] | None:
+    """Slices of one update2/update3 ``table_updates`` (see the design note),
+    or None when it is small enough to be applied at once."""
+    lflows = table_updates.get("Logical_Flow")
+    if not isinstance(lflows, dict) or len(lflows) <= rows:
+        return None
+    first: dict[str, Any] = {t: u for t, u in table_updates.items() if t != "Logical_Flow"}
+    first["Logical_Flow"] = {u: r for u, r in lflows.items()
+                             if isinstance(r, dict) and "delete" in r}
+    rest = [(u, r) for u, r in lflows.items() if u not in first["Logical_Flow"]]
+    out = [first]
+    for i in range(0, len(rest), rows):
+        out.append({"Logical_Flow": dict(rest[i:i + rows])})
+    return out
+
+
 class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
     """An IDL whose row notifications are collected into a ChangeTracker."""
 
@@ -151,15 +184,59 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
         # its replica would silently stop following the server.  The
         # notification is noticed here and acted on by IdlLoop.run().
         self.monitor_canceled = False
+        # Slices of a big update still to apply (design note), the session
+        # seqno they belong to, and whether this run applied one already.
+        self.deferred: list[Any] = []
+        self._deferred_seqno = -1
+        self._slice_taken = False
+        self.chunk_rows = UPDATE_CHUNK_ROWS
         recv = self._session.recv
+        sess = self._session
 
         def recv_watching() -> Any:
+            if self.deferred and sess.get_seqno() != self._deferred_seqno:
+                self.deferred = []          # that connection is gone
+            if self.deferred:
+                if self._slice_taken:
+                    return None             # the next slice in the next run
+                self._slice_taken = True
+                return self.deferred.pop(0)
             msg = recv()
-            if msg is not None and msg.type == ovs.jsonrpc.Message.T_NOTIFY \
-                    and msg.method == "monitor_canceled":
+            if msg is None or msg.type != ovs.jsonrpc.Message.T_NOTIFY:
+                return msg
+            if msg.method == "monitor_canceled":
                 self.monitor_canceled = True
+            elif msg.method in ("update2", "update3") and len(msg.params) in (2, 3) \
+                    and isinstance(msg.params[-1], dict):
+                parts = _split_update(msg.params[-1], self.chunk_rows)
+                if parts is not None:
+                    self.deferred = [self._part(msg, p, i == len(parts) - 1)
+                                     for i, p in enumerate(parts)]
+                    self._deferred_seqno = sess.get_seqno()
+                    self._slice_taken = True
+                    return self.deferred.pop(0)
             return msg
         self._session.recv = recv_watching
+
+    def _part(self, msg: Any, table_updates: dict[str, Any], last: bool) -> Any:
+        params = list(msg.params)
+        params[-1] = table_updates
+        if len(params) == 3 and not last:
+            params[1] = self.last_id        # not caught up until the last slice
+        return ovs.jsonrpc.Message(msg.type, msg.method, params, msg.result, msg.error,
+                                   msg.id)
+
+    def run(self) -> Any:
+        self._slice_taken = False
+        return super().run()
+
+    def restart_fsm(self) -> None:
+        if self.deferred:
+            # Reconnected with slices of an update unapplied: monitor from
+            # scratch (the replica is replaced, the agent recomputes).
+            self.deferred = []
+            self.last_id = str(uuidlib.UUID(int=0))
+        super().restart_fsm()
 
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         table = row._table.name
@@ -376,8 +453,14 @@ class IdlLoop:
             self._finish_commit(txn, status, rows)
         return status
 
+    def has_deferred(self) -> bool:
+        """Part of an update is still to be applied (see the design note)."""
+        return bool(self.idl.deferred)
+
     def wait(self, poller: ovs.poller.Poller) -> None:
         self.idl.wait(poller)
+        if self.idl.deferred:
+            poller.immediate_wake()
         if self.committing is not None:
             self.committing.wait(poller)
         self.backoff.wait(poller, time.monotonic())
@@ -416,7 +499,7 @@ class IdlLoop:
         """True once the server has acknowledged every monitor condition we
         set (nothing requested in flight, nothing new waiting to be sent)."""
         idl = self.idl
-        if idl.state != idl.IDL_S_MONITORING or idl.cond_changed:
+        if idl.state != idl.IDL_S_MONITORING or idl.cond_changed or idl.deferred:
             return False
         return not any(t.condition_state.requested is not None
                        or t.condition_state.new is not None for t in idl.tables.values())

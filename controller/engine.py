@@ -17,6 +17,15 @@ root (inputs first, depth first, in insertion order) and on every iteration:
   available) aborts the node and stops the run; the next iteration must
   then recompute.
 
+A node may leave work *pending* (a bounded, sliced full compute: see
+``controller.lflow_output``): its implementation then has ``pending()`` and
+``resume(node)``.  After the node's recompute, handlers or no-change visit,
+the engine calls ``resume`` (which does one time-bounded slice and returns
+True when the data changed); while work is pending the node is not
+:meth:`Node.is_valid`, so its data is never handed on as complete (the
+daemon keeps the installed flows and wakes at once for the next slice).
+Changes arriving meanwhile go through the node's handlers as usual.
+
 ``run`` returns True when the node's data changed.  A handler returns one of
 :data:`HANDLED_UPDATED`, :data:`HANDLED_UNCHANGED` or :data:`UNHANDLED`.
 Counters ``recompute``/``compute``/``abort`` per node are what
@@ -93,11 +102,15 @@ class Node:
     """One engine node: data + run + inputs with change handlers."""
 
     def __init__(self, name: str, run: RunFn | None = None, data: Any = None,
-                 clear_tracked: Callable[[], None] | None = None) -> None:
+                 clear_tracked: Callable[[], None] | None = None,
+                 pending: Callable[[], bool] | None = None,
+                 resume: RunFn | None = None) -> None:
         self.name = name
         self._run = run
         self.data = data
         self._clear_tracked = clear_tracked
+        self._pending = pending
+        self._resume = resume
         self.inputs: list[tuple[Node, HandlerFn | None]] = []
         self.state = State.STALE
         self.stats = Stats()
@@ -122,8 +135,13 @@ class Node:
         return self.state is State.UPDATED
 
     def is_valid(self) -> bool:
-        """Computed in this iteration (not stale, not aborted)."""
-        return self.state is State.UPDATED or self.state is State.UNCHANGED
+        """Computed in this iteration (not stale, not aborted, nothing pending)."""
+        return (self.state is State.UPDATED or self.state is State.UNCHANGED) \
+            and not self.pending()
+
+    def pending(self) -> bool:
+        """Part of a compute is left for later iterations (see the design note)."""
+        return self._pending is not None and self._pending()
 
     def clear_tracked(self) -> None:
         if self._clear_tracked is not None:
@@ -223,6 +241,12 @@ class Engine:
             log.debug(f"node: {n.name}, recompute ({reason}) took {ms:.0f}ms")
 
     def _run_node(self, n: Node, allowed: bool) -> None:
+        self._visit_node(n, allowed)
+        if n._resume is not None and n.state is not State.ABORTED and n.pending():
+            if n._resume(n):
+                n.state = State.UPDATED
+
+    def _visit_node(self, n: Node, allowed: bool) -> None:
         if not n.inputs:
             changed = n.run_fn()
             n.stats.recompute += 1

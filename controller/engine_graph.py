@@ -283,7 +283,8 @@ def build_engine(parts: GraphParts, graph: Mapping[str, list[Edge]] | None = Non
         if name in nodes:
             raise GraphError(f"{name} is a table node")
         impl = impls[name]
-        node = Node(name, impl.run, data=impl.data, clear_tracked=impl.clear_tracked)
+        node = Node(name, impl.run, data=impl.data, clear_tracked=impl.clear_tracked,
+                    pending=getattr(impl, "pending", None), resume=getattr(impl, "resume", None))
         for inp, key in edges:
             source = nodes.get(inp)
             if source is None:

@@ -51,6 +51,11 @@ class LoopStats:
         t = os.times()
         self._cpu0 = (t.user, t.system)
 
+    def cpu_ms(self) -> float:
+        """CPU time of the process since :meth:`begin`."""
+        t = os.times()
+        return (t.user - self._cpu0[0] + t.system - self._cpu0[1]) * 1000
+
     def stage_done(self, name: str) -> None:
         now = time.monotonic()
         ms = (now - self._mark) * 1000

@@ -46,6 +46,9 @@ def add_to_desired(table: DesiredFlowTable, flows: Any, owner: Any = None) -> No
 
 
 log = structlog.get_logger("physical")
+# Port_Binding columns no flow is built from (the if-status manager sets
+# ``up`` of every port once its flows are installed).
+PB_FLOWLESS_COLUMNS = frozenset({"up"})
 
 class PflowData:
     __slots__ = ("flow_table",)
@@ -372,6 +375,8 @@ class PflowOutput:
         for tr in tc.new_or_updated():
             if "type" in tr.old:
                 return UNHANDLED
+            if tr.only_changed(PB_FLOWLESS_COLUMNS):
+                continue
             changes.append((tr.row, False))
         if not changes:
             return HANDLED_UNCHANGED

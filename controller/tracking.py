@@ -46,6 +46,10 @@ class TrackedRow:
     def column_changed(self, column: str) -> bool:
         return column in self.old
 
+    def only_changed(self, columns: frozenset[str]) -> bool:
+        """An update of nothing but (some of) `columns`."""
+        return bool(self.old) and columns.issuperset(self.old)
+
     def old_value(self, column: str) -> Any:
         """Previous Python value of a changed column (as the IDL would give it).
 

@@ -19,6 +19,17 @@ Design (after OVN 23.03 ofctrl.c).  States of a connection:
   mods (tracked changes or full compare) and group deletes, meter deletes,
   then a barrier.  The `req_cfg` passed to put becomes `cur_cfg` when that
   barrier is answered (coalescing like 23.03).
+* `put_partial` (the initial install only: while `initial_clear` is armed or
+  its bundle is open) sends what the desired tables hold so far into the
+  bundle and leaves it open; the agent calls it after each slice of a
+  sliced full compute, so the switch ingests the flows while the rest is
+  compiled.  The `installed` tables and groups then describe the open
+  bundle; the `put` that follows sends the remaining difference into the
+  same bundle and commits it, so the dataplane still switches in one
+  commit and nothing installed is deleted before the compute is complete.
+  An open bundle idle for `STREAM_IDLE_MS` (OVS expires idle bundles after
+  10 s) is discarded and the initial install re-armed
+  (`discard_partial`); a reconnection forgets it (the switch dropped it).
 * Any OpenFlow error is logged with its decoded name and the offending flow
   text, the offending flow (or group) is quarantined, and the connection is
   reset: the resync installs everything else.
@@ -54,6 +65,8 @@ TUN_METADATA_NUM_OPTS = 64
 _BUNDLE_FLAGS = m.OFPBF_ORDERED | m.OFPBF_ATOMIC
 # Messages queued before a put hands them to the connection (see `stream`).
 _STREAM_CHUNK = 4096
+# An open bundle (put_partial) idle this long is discarded (OVS: 10 s).
+STREAM_IDLE_MS = 5000
 
 
 class CtZoneFlusher(Protocol):
@@ -100,6 +113,12 @@ class OfctrlSession:
         self._old_req_cfg = 0
         self._skipped_last_time = False
         self._bundle_id = 0
+        # The initial install's bundle left open by put_partial: its id, the
+        # {xid: what} of its messages, when it was last added to.
+        self._open_bundle: int | None = None
+        self._open_inflight: dict[int, Any] = {}
+        self._open_used = 0
+        self.n_partial_puts = 0
         self._conn_seqno = 0
         self._xid = 0
         self._xid2 = 0
@@ -173,6 +192,7 @@ class OfctrlSession:
             self.meter_support = None
             self._meter_xid = self._send(m.meter_features_request(self.conn.next_xid()))
             self._inflight.clear()
+            self._forget_open_bundle()
             if self.ct_zones is not None:
                 self.ct_zones.openflow_reconnected()
         progress = True
@@ -186,6 +206,13 @@ class OfctrlSession:
                 self._recv_state(msg)
             progress = old != self.state or msg is not None
         self._immediate_wake = progress
+        if self._open_bundle is not None:
+            now = ovs.timeval.msec()
+            if self.conn.has_backlog():
+                self._open_used = now       # the switch is still reading it
+            elif now - self._open_used >= STREAM_IDLE_MS:
+                log.info("discarding the idle open bundle of the initial install")
+                self.discard_partial()
         if self._reset_pending:
             self._reset_pending = False
             self.conn.force_reconnect()
@@ -312,7 +339,7 @@ class OfctrlSession:
     def _describe_xid(self, xid: int | None) -> tuple[str, Any]:
         if xid is None:
             return "", None
-        for _, table in self._inflight:
+        for _, table in [*self._inflight, (0, self._open_inflight)]:
             what = table.get(xid)
             if what is not None:
                 if isinstance(what, Flow):
@@ -351,58 +378,77 @@ class OfctrlSession:
         self._reset_pending = True
 
     # ------------------------------------------------------------- put
-    def put(
+    @property
+    def bundle_open(self) -> bool:
+        """put_partial left the initial install's bundle open."""
+        return self._open_bundle is not None
+
+    def _forget_open_bundle(self) -> None:
+        self._open_bundle = None
+        self._open_inflight = {}
+
+    def discard_partial(self) -> None:
+        """Drop the open bundle; the next put installs everything again."""
+        if self._open_bundle is None:
+            return
+        if self.conn.is_connected():
+            self._send(m.bundle_ctrl(self.conn.next_xid(), self._open_bundle,
+                                     m.OFPBCT_DISCARD_REQUEST, _BUNDLE_FLAGS))
+        self._forget_open_bundle()
+        self.installed_lflows.clear()
+        self.installed_pflows.clear()
+        self.groups.clear_existing()
+        self.meters.clear_existing()
+        self.initial_clear = True
+
+    def put_partial(
         self,
         lflows: DesiredFlowTable,
         pflows: DesiredFlowTable,
-        req_cfg: int = 0,
-        lflows_changed: bool = True,
-        pflows_changed: bool = True,
         sb_meters: Mapping[str, MeterConfig] | None = None,
-        lb_ct_flushes: Iterable[tuple[int, int, int, int, int]] = (),
     ) -> bool:
-        """Bring the switch up to date with the desired tables; True if sent.
-
-        `req_cfg` becomes `cur_cfg` once the barrier ending this put is
-        answered.  `sb_meters` are the SB Meter rows (by name) for named
-        meters.  `lb_ct_flushes` are (ip_proto, vip, vip_port, backend,
-        backend_port) of removed load-balancer backends whose connections are
-        flushed with NXT_CT_FLUSH (addresses as 128-bit ints, IPv4-mapped);
-        pass them only when OVS supports it (3.1+)."""
-        need_put = False
-        if lflows_changed or pflows_changed or self._skipped_last_time or self.initial_clear:
-            need_put = True
-            self._old_req_cfg = req_cfg
-        elif req_cfg != self._old_req_cfg:
-            if self.cur_cfg == self._old_req_cfg:
-                if not self._flow_updates:
-                    self.cur_cfg = req_cfg
-                    self._old_req_cfg = req_cfg
-            else:
-                need_put = True
-                self._old_req_cfg = req_cfg
-        if not need_put:
+        """Send the desired tables' contents so far into the initial
+        install's bundle, left open (see the design note); True if sent."""
+        if not (self.initial_clear or self._open_bundle is not None) or not self.can_put():
             return False
-        if not self.can_put():
-            self._skipped_last_time = True
-            return False
-        self.n_puts += 1
-
-        conn = self.conn
         msgs: list[bytes] = []
-        inflight: dict[int, Any] = {}
+        inflight = self._open_inflight
+        self._bundle_part(msgs, inflight, lflows, pflows, True, True, sb_meters)
+        self.meters.sync()      # meter mods go out at once (outside the bundle)
+        if msgs:
+            self.n_partial_puts += 1
+            self._open_used = ovs.timeval.msec()
+            self.conn.send_many(msgs)
+        lflows.change_tracked = True
+        pflows.change_tracked = True
+        return bool(msgs)
 
-        if self.ct_zones is not None:
-            for zone in self.ct_zones.take_queued_flushes():
-                msgs.append(m.ct_flush_zone(conn.next_xid(), zone))
-
+    def _bundle_part(
+        self,
+        msgs: list[bytes],
+        inflight: dict[int, Any],
+        lflows: DesiredFlowTable,
+        pflows: DesiredFlowTable,
+        lflows_changed: bool,
+        pflows_changed: bool,
+        sb_meters: Mapping[str, MeterConfig] | None,
+    ) -> bool:
+        """Meter mods, then group adds, flow mods and group deletes added to
+        the (opened if need be) bundle `_open_bundle`; True if the bundle has
+        content (then it must be committed), else it is closed again."""
+        conn = self.conn
         initial = self.initial_clear
         msgs.extend(self.meters.messages_before_bundle(sb_meters or {}, initial, conn.next_xid))
 
-        bundle_id = self._bundle_id
-        self._bundle_id = (self._bundle_id + 1) & 0xFFFFFFFF
+        bundle_id = self._open_bundle
+        was_open = bundle_id is not None
+        if was_open:        # completing put_partial's bundle: every change counts
+            lflows_changed = pflows_changed = True
+        if bundle_id is None:
+            bundle_id = self._open_bundle = self._bundle_id
+            self._bundle_id = (self._bundle_id + 1) & 0xFFFFFFFF
+            msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_OPEN_REQUEST, _BUNDLE_FLAGS))
         open_at = len(msgs)
-        msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_OPEN_REQUEST, _BUNDLE_FLAGS))
         if initial:
             msgs.append(m.bundle_add(bundle_id, m.delete_all_flows(conn.next_xid()), _BUNDLE_FLAGS))
             msgs.append(m.bundle_add(bundle_id, m.delete_all_groups(conn.next_xid()), _BUNDLE_FLAGS))
@@ -498,12 +544,65 @@ class OfctrlSession:
             append(m.bundle_add(bundle_id, m.delete_group(x, e.table_id), _BUNDLE_FLAGS))
             inflight[x] = ("group delete", e.name)
             self.groups.remove_existing(e)
-
-        if not streamed and len(msgs) == open_at + 1:
-            msgs.pop()
-        else:
-            msgs.append(m.bundle_ctrl(conn.next_xid(), bundle_id, m.OFPBCT_COMMIT_REQUEST, _BUNDLE_FLAGS))
         self.groups.sync()
+
+        if was_open or streamed or len(msgs) > open_at:
+            return True
+        msgs.pop()          # the open request of a bundle with nothing in it
+        self._open_bundle = None
+        return False
+
+    def put(
+        self,
+        lflows: DesiredFlowTable,
+        pflows: DesiredFlowTable,
+        req_cfg: int = 0,
+        lflows_changed: bool = True,
+        pflows_changed: bool = True,
+        sb_meters: Mapping[str, MeterConfig] | None = None,
+        lb_ct_flushes: Iterable[tuple[int, int, int, int, int]] = (),
+    ) -> bool:
+        """Bring the switch up to date with the desired tables; True if sent.
+
+        `req_cfg` becomes `cur_cfg` once the barrier ending this put is
+        answered.  `sb_meters` are the SB Meter rows (by name) for named
+        meters.  `lb_ct_flushes` are (ip_proto, vip, vip_port, backend,
+        backend_port) of removed load-balancer backends whose connections are
+        flushed with NXT_CT_FLUSH (addresses as 128-bit ints, IPv4-mapped);
+        pass them only when OVS supports it (3.1+).  A bundle left open by
+        `put_partial` is completed and committed."""
+        need_put = False
+        if lflows_changed or pflows_changed or self._skipped_last_time or self.initial_clear \
+                or self._open_bundle is not None:
+            need_put = True
+            self._old_req_cfg = req_cfg
+        elif req_cfg != self._old_req_cfg:
+            if self.cur_cfg == self._old_req_cfg:
+                if not self._flow_updates:
+                    self.cur_cfg = req_cfg
+                    self._old_req_cfg = req_cfg
+            else:
+                need_put = True
+                self._old_req_cfg = req_cfg
+        if not need_put:
+            return False
+        if not self.can_put():
+            self._skipped_last_time = True
+            return False
+        self.n_puts += 1
+
+        conn = self.conn
+        msgs: list[bytes] = []
+
+        if self.ct_zones is not None:
+            for zone in self.ct_zones.take_queued_flushes():
+                msgs.append(m.ct_flush_zone(conn.next_xid(), zone))
+
+        inflight = self._open_inflight
+        if self._bundle_part(msgs, inflight, lflows, pflows, lflows_changed, pflows_changed, sb_meters):
+            assert self._open_bundle is not None
+            msgs.append(m.bundle_ctrl(conn.next_xid(), self._open_bundle, m.OFPBCT_COMMIT_REQUEST, _BUNDLE_FLAGS))
+        self._forget_open_bundle()
         msgs.extend(self.meters.messages_after_bundle(conn.next_xid))
         for proto, vip, vip_port, backend, backend_port in lb_ct_flushes:
             msgs.append(m.ct_flush_lb_backend(conn.next_xid(), proto, vip, vip_port, backend, backend_port))

@@ -154,7 +154,17 @@ def _shared_clause_output():
     comp = Compiler()
     out._compiler = lambda node: comp  # type: ignore[method-assign]
     out.run(SimpleNamespace())
+    _drain(out)
     return out, a, b, rows, compiled
+
+
+def _drain(out):
+    """What the engine does after the node's run or handlers: compile the queue."""
+    from types import SimpleNamespace
+
+    out.slice_ms = None
+    out.resume(SimpleNamespace(inputs=[]))
+    assert not out.pending()
 
 
 def _conjunctions(out, match):
@@ -176,6 +186,7 @@ def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
     pgs.changed.add("pga")
     for _ in range(3):
         assert out._port_groups(None, SimpleNamespace(data=pgs)) is HANDLED_UPDATED
+        _drain(out)
         # the shared flow is rebuilt from both owners, without repetitions
         assert _conjunctions(out, "tp_dst=8080") == [(1, 2), (2, 2)]
     assert _conjunctions(out, "tp_dst=80") == [(1, 2)]
@@ -198,6 +209,7 @@ def test_deleting_one_lflow_keeps_the_other_owner_of_a_shared_clause_flow():
     tc = TableChanges("Logical_Flow")
     tc.record(ROW_DELETE, a)
     out._logical_flow(None, SimpleNamespace(data=tc))
+    _drain(out)
     assert _conjunctions(out, "tp_dst=8080") == [(2, 2)]
     assert _conjunctions(out, "tp_dst=9090") == [(2, 2)]
     assert not [d for d in out.data.flow_table if d.flow.match == "tp_dst=80"]
@@ -224,3 +236,23 @@ def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
     # An interface whose Port_Binding was skipped (unknown type) has no port.
     assert m.get("skipped") is None
     assert dict(m) == {"vm1": 5, "vm2": 7, "vm3": 9, "c1": 5, "c2": 7}
+
+
+def test_port_up_alone_reprocesses_no_lflow():
+    from types import SimpleNamespace
+
+    from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED
+    from controller.tracking import ROW_UPDATE, TableChanges
+
+    out, a, b, rows, compiled = _shared_clause_output()
+    out.refs.add(a.uuid, Refs(ports={"vm1"}))
+    compiled.clear()
+    pb = FakeRow(logical_port="vm1")
+    up = TableChanges("Port_Binding")
+    up.record(ROW_UPDATE, pb, {"up": [False]})
+    assert out._port_binding(None, SimpleNamespace(data=up)) is HANDLED_UNCHANGED
+    moved = TableChanges("Port_Binding")
+    moved.record(ROW_UPDATE, pb, {"up": [False], "chassis": []})
+    assert out._port_binding(None, SimpleNamespace(data=moved)) is HANDLED_UPDATED
+    _drain(out)
+    assert "A" in compiled

@@ -171,6 +171,13 @@ def test_activated_ports_leaf_reports_new_activations_once():
     assert st.run_activated_ports(n) is False and n.data == frozenset()
 
 
+def _drain(out):
+    """What the engine does after the node's run or handlers: compile the queue."""
+    out.slice_ms = None
+    out.resume(SimpleNamespace(inputs=[]))
+    assert not out.pending()
+
+
 def test_lflow_output_template_change_reprocesses_only_its_users():
     from controller.lflow.compile import CompiledLflow, LflowRefs
     from controller.lflow_output import LflowOutput
@@ -197,10 +204,12 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     comp = Compiler()
     out._compiler = lambda node: comp
     out.run(SimpleNamespace())
+    _drain(out)
     assert sorted(compiled) == ["A", "B"]
     compiled.clear()
     tv = SimpleNamespace(data=SimpleNamespace(changed={"vip"}))
     assert out.handlers["template_vars"](None, tv) is HANDLED_UPDATED
+    _drain(out)
     assert compiled == ["A"]
     tv.data.changed = {"unused"}
     assert out.handlers["template_vars"](None, tv) is HANDLED_UNCHANGED

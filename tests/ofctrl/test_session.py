@@ -501,3 +501,70 @@ def test_meter_support_asked_on_every_connection() -> None:
     assert e.sess.meter_support is False
     assert not e.sess.errors       # the refusal is an answer, not an error
     e.close()
+
+
+# -- the initial install streamed into its bundle (put_partial) ---------------
+
+def _until_initial_clear(env: Env) -> None:
+    for _ in range(200):
+        env.step(put=False)
+        if env.sess.state == S_UPDATE_FLOWS and env.sess.initial_clear and env.sess.can_put():
+            return
+        time.sleep(0.001)
+    raise AssertionError("no initial install armed: state=%s" % env.sess.state)
+
+
+def test_partial_puts_fill_one_bundle_that_the_put_commits(env: Env) -> None:
+    for i in range(20):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    env.settle()
+    old, commits = env.sw.flow_set(), env.sw.n_commits
+    env.sw.drop_connections()          # restart: the switch keeps its flows
+    env.lflows.clear()                 # and the agent recomputes
+    _until_initial_clear(env)
+    for part in range(3):
+        for i in range(100 + 10 * part, 110 + 10 * part):
+            env.lflows.add(mk(10, 100, i, out=2), owner=i)
+        assert env.sess.put_partial(env.lflows, env.pflows)
+        env.sw.run()
+        env.sess.run()
+        # nothing committed: the old flows are the dataplane until the put
+        assert env.sess.bundle_open and env.sw.n_commits == commits
+        assert env.sw.flow_set() == old
+    assert not env.sess.put_partial(env.lflows, env.pflows)   # nothing new
+    env.lflows.remove(100)             # changed after it was streamed
+    env.lflows.add(mk(10, 100, 105, out=9), owner="x")
+    env.pflows.add(mk(0, 50, 7), owner="pb")
+    assert env.sess.put(env.lflows, env.pflows, 3, False, False)
+    env.req_cfg = 3
+    env.settle()
+    assert env.sw.n_commits == commits + 1
+    assert env.sw.flow_set() == expected(env.lflows, env.pflows)
+    assert len(env.sw.flows) == 30 and not env.sess.bundle_open
+    assert env.sess.cur_cfg == 3
+
+
+def test_partial_put_only_for_the_initial_install(env: Env) -> None:
+    env.lflows.add(mk(10, 100, 1), owner=1)
+    env.settle()
+    env.lflows.add(mk(10, 100, 2), owner=2)
+    assert not env.sess.put_partial(env.lflows, env.pflows)   # an incremental put
+    assert not env.sess.bundle_open
+
+
+def test_idle_open_bundle_is_discarded_and_the_install_rearmed(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ofctrl.session as session_mod
+
+    _until_initial_clear(env)
+    for i in range(10):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    monkeypatch.setattr(session_mod, "STREAM_IDLE_MS", 0)
+    env.step(put=False)
+    assert not env.sess.bundle_open and env.sess.initial_clear
+    assert len(env.sess.installed_lflows) == 0
+    env.lflows.add(mk(10, 100, 99), owner=99)
+    env.settle()
+    assert env.sw.flow_set() == expected(env.lflows) and len(env.sw.flows) == 11
+    assert env.sw.n_commits == 1
