@@ -102,11 +102,34 @@ def draw_scaling(points: list[dict[str, Any]], path: Path, note: str) -> None:
     plt.close(fig)
 
 
+def write_results(points: list[dict[str, Any]], sizes: list[int], started: float,
+                  load_start: tuple[float, float, float], tag: str) -> dict[str, Any]:
+    """JSON + PNG of the sizes done so far (rewritten after every size)."""
+    rows = scaling_rows(points)
+    table = format_scaling_table(rows)
+    result = {
+        "benchmark": "scaling", "sizes": sizes, "done": [p["n"] for p in points],
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "duration_s": round(time.time() - started, 1),
+        "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                 "kernel": platform.release(), "loadavg_start": load_start,
+                 "loadavg_end": os.getloadavg()},
+        "method": __doc__, "rows": rows, "points": points, "table": table,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "scaling" + (f"-{tag}" if tag else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    done = ",".join(str(p["n"]) for p in points)
+    draw_scaling(points, RESULTS / f"{name}.png", f"sizes {done}, 1 rep each")
+    return result
+
+
 def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str, Any]:
     started = time.time()
     load_start = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-scaling-"))
     points: list[dict[str, Any]] = []
+    result: dict[str, Any] = {}
     try:
         for n in sizes:
             files, source = get_snapshot(n, None, cache, work)
@@ -125,27 +148,12 @@ def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str
             finally:
                 box.stop()
             points.append(point)
+            result = write_results(points, sizes, started, load_start, tag)
             if cache is None:
                 shutil.rmtree(work / f"seed-{n}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    rows = scaling_rows(points)
-    table = format_scaling_table(rows)
-    print(table, flush=True)
-    result = {
-        "benchmark": "scaling", "sizes": sizes,
-        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "duration_s": round(time.time() - started, 1),
-        "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                 "kernel": platform.release(), "loadavg_start": load_start,
-                 "loadavg_end": os.getloadavg()},
-        "method": __doc__, "rows": rows, "points": points, "table": table,
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    print(result.get("table", ""), flush=True)
     name = "scaling" + (f"-{tag}" if tag else "")
-    json_path = RESULTS / f"{name}.json"
-    json_path.write_text(json.dumps(result, indent=1) + "\n")
-    png_path = RESULTS / f"{name}.png"
-    draw_scaling(points, png_path, f"sizes {','.join(map(str, sizes))}, 1 rep each")
-    print(f"wrote {json_path} and {png_path}", flush=True)
+    print(f"wrote {RESULTS / name}.json and .png", flush=True)
     return result
