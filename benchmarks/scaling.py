@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.seed import KINDS, RESULTS, _fmt, cold_start, ratio
-from benchmarks.snapshot import get_snapshot, open_sandbox
+from benchmarks.snapshot import get_snapshot, open_sandbox, precompile_agent
 
 # (label, key, unit) of the figures drawn against N
 PANELS = (("time to flows", "time_to_flows_s", "s"),
@@ -103,7 +103,8 @@ def draw_scaling(points: list[dict[str, Any]], path: Path, note: str) -> None:
 
 
 def write_results(points: list[dict[str, Any]], sizes: list[int], started: float,
-                  load_start: tuple[float, float, float], tag: str) -> dict[str, Any]:
+                  load_start: tuple[float, float, float], tag: str,
+                  bytecode: str) -> dict[str, Any]:
     """JSON + PNG of the sizes done so far (rewritten after every size)."""
     rows = scaling_rows(points)
     table = format_scaling_table(rows)
@@ -114,7 +115,7 @@ def write_results(points: list[dict[str, Any]], sizes: list[int], started: float
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "kernel": platform.release(), "loadavg_start": load_start,
                  "loadavg_end": os.getloadavg()},
-        "method": __doc__, "rows": rows, "points": points, "table": table,
+        "bytecode": bytecode, "method": __doc__, "rows": rows, "points": points, "table": table,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "scaling" + (f"-{tag}" if tag else "")
@@ -127,6 +128,7 @@ def write_results(points: list[dict[str, Any]], sizes: list[int], started: float
 def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str, Any]:
     started = time.time()
     load_start = os.getloadavg()
+    bytecode = precompile_agent()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-scaling-"))
     points: list[dict[str, Any]] = []
     result: dict[str, Any] = {}
@@ -148,7 +150,7 @@ def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str
             finally:
                 box.stop()
             points.append(point)
-            result = write_results(points, sizes, started, load_start, tag)
+            result = write_results(points, sizes, started, load_start, tag, bytecode)
             if cache is None:
                 shutil.rmtree(work / f"seed-{n}", ignore_errors=True)
     finally:

@@ -63,7 +63,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks.snapshot import get_snapshot, open_sandbox
+from benchmarks.snapshot import get_snapshot, open_sandbox, precompile_agent
 from integration.sandbox import Sandbox, SandboxError
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -567,6 +567,7 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         skip_incremental: bool = False, cache: Path | None = None) -> dict[str, Any]:
     started = time.time()
     load_start = os.getloadavg()
+    bytecode = precompile_agent()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-"))
     try:
         files, source = get_snapshot(n, snapshot, cache, work)
@@ -616,7 +617,7 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "kernel": platform.release(), "loadavg_start": load_start,
                  "loadavg_end": os.getloadavg()},
-        "snapshot": source,
+        "snapshot": source, "bytecode": bytecode,
         "method": ("cold: restart mode, northd off, snapshot replay; incremental: same "
                    "sandbox with northd started after the replay"),
         "reference_c_seed500": REFERENCE_C_SEED500,

@@ -10,14 +10,21 @@ no conf.db (it contained machine paths); for such a directory the 2N seed VIFs
 sandbox started, which is what ``build_seed`` does too. ``--snapshot-cache
 DIR`` keeps built snapshots as ``DIR/seed-N`` so that later runs (another
 mode, another size) reuse them instead of building again.
+
+:func:`precompile_agent` writes the agent's bytecode before any agent starts:
+an installed agent has its ``.pyc`` files (pip and Debian compile them), but
+with ``PYTHONDONTWRITEBYTECODE=1`` in the environment (as on the shared
+development machine) every agent start would compile all its modules from
+source again, about 0.6 s of CPU and 2 MiB per start that no deployment pays.
 """
 
 from __future__ import annotations
 
+import compileall
 import time
 from pathlib import Path
 
-from integration.sandbox import Sandbox, SandboxError
+from integration.sandbox import REPO_ROOT, Sandbox, SandboxError
 from integration.topologies import SEED_ROUTERS_PER_CALL, build_seed
 
 
@@ -74,3 +81,14 @@ def open_sandbox(files: dict[str, Path], n: int, *, northd: bool = False) -> San
             box.stop()
             raise
     return box
+
+
+AGENT_PACKAGES = ("controller", "ofctrl", "physical")
+
+
+def precompile_agent() -> str:
+    """Compile the agent's packages to ``__pycache__`` (what an install does)."""
+    ok = all(compileall.compile_dir(str(REPO_ROOT / pkg), quiet=1)
+             for pkg in AGENT_PACKAGES)
+    return ("agent bytecode precompiled (compileall) before the runs" if ok
+            else "compileall failed for part of the agent: some modules compile at start")

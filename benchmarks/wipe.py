@@ -57,7 +57,7 @@ from typing import Any
 from benchmarks.seed import (KINDS, POLL_S, RESULTS, STABLE_S, _fmt, agent_log, clear_br_int,
                              log_since, log_size, long_poll_max_ms, median, proc_cpu_s,
                              proc_hwm_mib, ratio, recompute_reasons, stopwatch)
-from benchmarks.snapshot import get_snapshot, open_sandbox
+from benchmarks.snapshot import get_snapshot, open_sandbox, precompile_agent
 from integration.sandbox import Sandbox, SandboxError, find_binary
 
 SB_DB = "OVN_Southbound"
@@ -249,6 +249,7 @@ def run_wipe(n: int, reps: int, snapshot: Path | None, cache: Path | None,
              tag: str = "") -> dict[str, Any]:
     started = time.time()
     load_start = os.getloadavg()
+    bytecode = precompile_agent()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-wipe-"))
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     try:
@@ -283,7 +284,7 @@ def run_wipe(n: int, reps: int, snapshot: Path | None, cache: Path | None,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "kernel": platform.release(), "loadavg_start": load_start,
                  "loadavg_end": os.getloadavg()},
-        "snapshot": source, "method": __doc__, "summary": summary, "runs": runs,
+        "snapshot": source, "bytecode": bytecode, "method": __doc__, "summary": summary, "runs": runs,
         "table": table,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
