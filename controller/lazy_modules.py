@@ -18,7 +18,12 @@ not have (``ssl.SSLContext``, ``from ssl import X``, a submodule import that
 needs ``__path__``) imports the real module, copies its namespace into the
 stand-in and puts the real module back into ``sys.modules``. Code that
 holds the stand-in keeps working: it then has all the real attributes.
-Truth tests (``if ssl:``) do not load anything. A module that is already
+Truth tests (``if ssl:``) do not load anything. Placeholders answer reads
+that must not load the module: ``ovs.poller`` checks ``isinstance(fd,
+ssl.SSLSocket)`` on every fd it registers, so the ``ssl`` stand-in carries an
+``SSLSocket`` class that nothing is an instance of (no real SSL socket can
+exist before ``ssl`` is loaded; loading replaces it with the real class).
+A module that is already
 imported, or that cannot be found, is left alone. :mod:`controller.cli`
 imports this module first; importing it defers :data:`AGENT_DEFERRED`.
 """
@@ -38,10 +43,11 @@ _lock = threading.RLock()
 class DeferredModule(types.ModuleType):
     """A stand-in for a module that is imported on first attribute access."""
 
-    def __init__(self, name: str, spec: Any) -> None:
+    def __init__(self, name: str, spec: Any, placeholders: dict[str, Any] | None = None) -> None:
         super().__init__(name)
         self.__spec__ = spec
         self.__loader__ = spec.loader
+        self.__dict__.update(placeholders or {})
 
     def __getattr__(self, attr: str) -> Any:
         # Only called for attributes the stand-in does not have yet.
@@ -61,6 +67,14 @@ class DeferredModule(types.ModuleType):
         return getattr(real, attr)
 
 
+class _NoInstances:
+    """A placeholder class: a type check against it is False for everything."""
+
+
+# name -> {attribute: placeholder value} read without loading the module
+PLACEHOLDERS: dict[str, dict[str, Any]] = {"ssl": {"SSLSocket": _NoInstances}}
+
+
 def defer(*names: str) -> list[str]:
     """Install stand-ins for `names`; returns the names actually deferred."""
     done = []
@@ -71,7 +85,7 @@ def defer(*names: str) -> list[str]:
             spec = importlib.util.find_spec(name)
             if spec is None or spec.loader is None:
                 continue
-            sys.modules[name] = DeferredModule(name, spec)
+            sys.modules[name] = DeferredModule(name, spec, PLACEHOLDERS.get(name))
             done.append(name)
     return done
 

@@ -62,3 +62,30 @@ def test_the_agent_entry_point_does_not_load_ssl_or_asyncio() -> None:
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "False", "True"]
     assert set(lazy_modules.AGENT_DEFERRED) == {"ssl", "asyncio"}
+
+
+def test_placeholders_answer_without_loading(fresh: None) -> None:
+    lazy_modules.PLACEHOLDERS[NAME] = {"ONE_THIRD": 0.5}
+    try:
+        defer(NAME)
+        import colorsys
+        assert colorsys.ONE_THIRD == 0.5 and not is_loaded(NAME)
+        colorsys.rgb_to_hls(0.0, 0.0, 0.0)
+        assert colorsys.ONE_THIRD == 1.0 / 3.0      # the real value after loading
+    finally:
+        del lazy_modules.PLACEHOLDERS[NAME]
+
+
+def test_ovs_poller_registers_fds_without_loading_ssl() -> None:
+    code = ("import socket, controller.cli\n"
+            "import ovs.poller\n"
+            "from controller.lazy_modules import is_loaded\n"
+            "a, b = socket.socketpair()\n"
+            "p = ovs.poller.Poller()\n"
+            "p.fd_wait(a, ovs.poller.POLLIN)\n"
+            "p.timer_wait(0)\n"
+            "p.block()\n"
+            "print(is_loaded('ssl'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False"]
