@@ -226,6 +226,7 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
     log_offset = log_size(log_path)
     t0 = time.monotonic()
     daemon = box.start_controller(kind)
+    started = time.monotonic() - t0     # detached (ours: control socket listening)
     chassis_seen: float | None = None
     cfg: int | None = None
     acked: float | None = None
@@ -258,6 +259,7 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
     assert acked is not None
     result: dict[str, Any] = {
         "agent": kind,
+        "started_s": round(started, 3),
         "chassis_seen_s": round(chassis_seen or 0.0, 3),
         "flows_final_seen_s": round(count_since, 3),
         "hv_acked_s": round(acked, 3),
