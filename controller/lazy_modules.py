@@ -47,6 +47,9 @@ class DeferredModule(types.ModuleType):
         super().__init__(name)
         self.__spec__ = spec
         self.__loader__ = spec.loader
+        if spec.has_location:
+            # inspect.getmodule() scans sys.modules for __file__: answer it
+            self.__file__ = spec.origin
         self.__dict__.update(placeholders or {})
 
     def __getattr__(self, attr: str) -> Any:

@@ -28,6 +28,7 @@ def test_import_binds_the_stand_in_until_an_attribute_is_read(fresh: None) -> No
     import colorsys
     assert isinstance(colorsys, DeferredModule) and not is_loaded(NAME)
     assert bool(colorsys)                      # a truth test loads nothing
+    assert colorsys.__file__.endswith("colorsys.py")      # nor does __file__
     assert not is_loaded(NAME)
     assert colorsys.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)
     assert is_loaded(NAME)
