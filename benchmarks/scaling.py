@@ -28,6 +28,7 @@ from typing import Any
 
 from benchmarks.seed import KINDS, RESULTS, _fmt, cold_start, ratio
 from benchmarks.snapshot import get_snapshot, open_sandbox, precompile_agent
+from integration.sandbox import SandboxError
 
 # (label, key, unit) of the figures drawn against N
 PANELS = (("time to flows", "time_to_flows_s", "s"),
@@ -109,7 +110,7 @@ def write_results(points: list[dict[str, Any]], sizes: list[int], started: float
     rows = scaling_rows(points)
     table = format_scaling_table(rows)
     result = {
-        "benchmark": "scaling", "sizes": sizes, "done": [p["n"] for p in points],
+        "benchmark": "scaling", "sizes": [p["n"] for p in points], "run_sizes": sizes,
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "duration_s": round(time.time() - started, 1),
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -125,10 +126,20 @@ def write_results(points: list[dict[str, Any]], sizes: list[int], started: float
     return result
 
 
-def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str, Any]:
+def merged_points(done: list[dict[str, Any]],
+                  previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Points of this run plus those of an earlier one for other sizes, by N."""
+    sizes = {p["n"] for p in done}
+    return sorted(done + [p for p in previous if p["n"] not in sizes], key=lambda p: p["n"])
+
+
+def run_scaling(sizes: list[int], cache: Path | None, tag: str = "",
+                merge: Path | None = None, timeout: float = 1800.0) -> dict[str, Any]:
+    """`merge`: an earlier scaling JSON whose other sizes join this chart."""
     started = time.time()
     load_start = os.getloadavg()
     bytecode = precompile_agent()
+    previous = json.loads(merge.read_text())["points"] if merge is not None else []
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-scaling-"))
     points: list[dict[str, Any]] = []
     result: dict[str, Any] = {}
@@ -137,11 +148,18 @@ def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str
             files, source = get_snapshot(n, None, cache, work)
             box = open_sandbox(files, n, northd=False)
             point: dict[str, Any] = {"n": n, "snapshot": source,
-                                     "loadavg": list(os.getloadavg())}
+                                     "loadavg": list(os.getloadavg()),
+                                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                  time.gmtime())}
             try:
                 expected: int | None = None
                 for kind in KINDS:
-                    res = cold_start(box, kind, expected)
+                    try:
+                        res = cold_start(box, kind, expected, timeout=timeout)
+                    except SandboxError as exc:     # one size failing ends only that size
+                        point[kind] = {"error": str(exc)[:2000]}
+                        print(f"scaling N={n} {kind:>2}: FAILED {str(exc)[:200]}", flush=True)
+                        continue
                     point[kind] = res
                     expected = res["flow_count"] if expected is None else expected
                     print(f"scaling N={n} {kind:>2}: flows {res['time_to_flows_s']:.2f} s "
@@ -150,7 +168,8 @@ def run_scaling(sizes: list[int], cache: Path | None, tag: str = "") -> dict[str
             finally:
                 box.stop()
             points.append(point)
-            result = write_results(points, sizes, started, load_start, tag, bytecode)
+            result = write_results(merged_points(points, previous), sizes, started, load_start,
+                                   tag, bytecode)
             if cache is None:
                 shutil.rmtree(work / f"seed-{n}", ignore_errors=True)
     finally:

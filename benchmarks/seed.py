@@ -658,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=None, metavar="N,N,...",
                         help="scaling run instead: one restart-mode cold start per agent and "
                              "size, chart against N (benchmarks/scaling.py)")
+    parser.add_argument("--merge", type=Path, default=None, metavar="JSON",
+                        help="with --sizes: add the other sizes of an earlier scaling JSON")
     parser.add_argument("--n", type=int, default=None, help="seed size (default 500)")
     parser.add_argument("--quick", action="store_true", help="seed-100 (unless --n)")
     parser.add_argument("--reps", type=int, default=3, help="cold starts per agent")
@@ -680,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.sizes is not None:
             from benchmarks.scaling import parse_sizes, run_scaling
-            run_scaling(parse_sizes(args.sizes), args.snapshot_cache, tag)
+            run_scaling(parse_sizes(args.sizes), args.snapshot_cache, tag, args.merge)
         elif args.mode == "wipe":
             from benchmarks.wipe import run_wipe
             run_wipe(n, args.reps, args.snapshot, args.snapshot_cache, tag)

@@ -95,3 +95,19 @@ def test_main_thread_vcsw_of_this_process() -> None:
     value = main_thread_vcsw(os.getpid())
     assert isinstance(value, int) and value >= 0
     assert main_thread_vcsw(2 ** 22 + 12345) is None
+
+
+def test_merged_points_prefer_this_run_and_sort_by_n() -> None:
+    from benchmarks.scaling import merged_points
+    done = [{"n": 1000, "c": {"x": 1}}, {"n": 500, "c": {"x": 2}}]
+    previous = [{"n": 250, "c": {"x": 3}}, {"n": 500, "c": {"x": 4}}]
+    merged = merged_points(done, previous)
+    assert [p["n"] for p in merged] == [250, 500, 1000]
+    assert merged[1]["c"] == {"x": 2}
+
+
+def test_scaling_rows_tolerate_a_failed_agent() -> None:
+    rows = scaling_rows([{"n": 1000, "c": {"error": "timeout"},
+                          "py": {"time_to_flows_s": 30.0}}])
+    assert rows[0]["time_to_flows_s"] == {"c": None, "py": 30.0, "ratio": None}
+    assert "1000" in format_scaling_table(rows)
