@@ -63,8 +63,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from benchmarks.snapshot import get_snapshot, open_sandbox, precompile_agent
 from integration.sandbox import Sandbox, SandboxError
-from integration.topologies import build_seed
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -204,19 +204,6 @@ def loop_figures(box: Sandbox, kind: str, log_text: str) -> dict[str, Any]:
     return fig
 
 
-# ---------------------------------------------------------------- phase 1
-
-
-def build_snapshot(n: int, out: Path) -> dict[str, Path]:
-    t0 = time.monotonic()
-    with Sandbox(northd=True) as box:
-        build_seed(box, n)
-        files = box.backup(out)
-    print(f"snapshot: seed-{n} built with northd and backed up in "
-          f"{time.monotonic() - t0:.1f} s ({out})", flush=True)
-    return files
-
-
 # ---------------------------------------------------------------- phase 2
 
 
@@ -239,6 +226,7 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
     log_offset = log_size(log_path)
     t0 = time.monotonic()
     daemon = box.start_controller(kind)
+    started = time.monotonic() - t0     # detached (ours: control socket listening)
     chassis_seen: float | None = None
     cfg: int | None = None
     acked: float | None = None
@@ -271,6 +259,7 @@ def cold_start(box: Sandbox, kind: str, expected: int | None,
     assert acked is not None
     result: dict[str, Any] = {
         "agent": kind,
+        "started_s": round(started, 3),
         "chassis_seen_s": round(chassis_seen or 0.0, 3),
         "flows_final_seen_s": round(count_since, 3),
         "hv_acked_s": round(acked, 3),
@@ -577,18 +566,20 @@ def draw_chart(summary: dict[str, Any], n: int, path: Path, title_note: str) -> 
 
 
 def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
-        skip_incremental: bool = False) -> dict[str, Any]:
+        skip_incremental: bool = False, cache: Path | None = None) -> dict[str, Any]:
     started = time.time()
     load_start = os.getloadavg()
+    bytecode = precompile_agent()
     work = Path(tempfile.mkdtemp(prefix="ovnpy-bench-"))
-    if snapshot is None:
-        files = build_snapshot(n, work / "snapshot")
-    else:
-        files = {k: snapshot / f"{k}.db" for k in ("nb", "sb", "conf")}
+    try:
+        files, source = get_snapshot(n, snapshot, cache, work)
+        box = open_sandbox(files, n, northd=False)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     cold: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     inc: dict[str, dict[str, Any]] = {}
     floor: list[dict[str, float]] = []
-    box = Sandbox.from_snapshot(files["nb"], files["sb"], files["conf"], northd=False)
     flows_file = work / "c-flows.txt"
     try:
         expected: int | None = None
@@ -628,7 +619,7 @@ def run(n: int, reps: int, ops: int, snapshot: Path | None, tag: str,
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "kernel": platform.release(), "loadavg_start": load_start,
                  "loadavg_end": os.getloadavg()},
-        "snapshot": str(snapshot) if snapshot is not None else "built in this run",
+        "snapshot": source, "bytecode": bytecode,
         "method": ("cold: restart mode, northd off, snapshot replay; incremental: same "
                    "sandbox with northd started after the replay"),
         "reference_c_seed500": REFERENCE_C_SEED500,
@@ -660,13 +651,25 @@ def redraw(path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks",
                                      description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--mode", choices=("restart", "wipe"), default="restart",
+                        help="cold-start mode: restart (default: cold start, OVS floor, "
+                             "incremental ops) or wipe (SB emptied, agent and northd "
+                             "started together; benchmarks/wipe.py)")
+    parser.add_argument("--sizes", default=None, metavar="N,N,...",
+                        help="scaling run instead: one restart-mode cold start per agent and "
+                             "size, chart against N (benchmarks/scaling.py)")
+    parser.add_argument("--merge", type=Path, default=None, metavar="JSON",
+                        help="with --sizes: add the other sizes of an earlier scaling JSON")
     parser.add_argument("--n", type=int, default=None, help="seed size (default 500)")
     parser.add_argument("--quick", action="store_true", help="seed-100 (unless --n)")
     parser.add_argument("--reps", type=int, default=3, help="cold starts per agent")
     parser.add_argument("--ops", type=int, default=10,
                         help="VIF bind/unbind and ACL add/del operations per agent")
     parser.add_argument("--snapshot", type=Path, default=None,
-                        help="directory with nb.db, sb.db, conf.db of an earlier build")
+                        help="directory with nb.db, sb.db[.gz] [, conf.db] of an earlier build "
+                             "(without conf.db the seed VIFs are bound afresh)")
+    parser.add_argument("--snapshot-cache", type=Path, default=None, metavar="DIR",
+                        help="reuse DIR/seed-N if present, else build it and keep it there")
     parser.add_argument("--no-incremental", action="store_true")
     parser.add_argument("--redraw", type=Path, default=None, metavar="JSON",
                         help="only print the table and redraw the chart of a results file")
@@ -677,8 +680,16 @@ def main(argv: list[str] | None = None) -> int:
     n = args.n if args.n is not None else (100 if args.quick else 500)
     tag = "quick" if args.quick else ""
     try:
-        run(n, args.reps, args.ops, args.snapshot, tag, args.no_incremental)
-    except SandboxError as exc:
+        if args.sizes is not None:
+            from benchmarks.scaling import parse_sizes, run_scaling
+            run_scaling(parse_sizes(args.sizes), args.snapshot_cache, tag, args.merge)
+        elif args.mode == "wipe":
+            from benchmarks.wipe import run_wipe
+            run_wipe(n, args.reps, args.snapshot, args.snapshot_cache, tag)
+        else:
+            run(n, args.reps, args.ops, args.snapshot, tag, args.no_incremental,
+                args.snapshot_cache)
+    except (SandboxError, ValueError) as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     return 0

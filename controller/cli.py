@@ -43,6 +43,8 @@ drops root before the pidfile is written.
 
 from __future__ import annotations
 
+# First: defers ssl and asyncio before ovs.stream and structlog import them.
+import controller.lazy_modules  # noqa: F401
 import argparse
 import fcntl
 import grp

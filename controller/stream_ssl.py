@@ -48,10 +48,10 @@ log = get_logger("stream_ssl")
 _rl_config = RateLimiter(per_minute=1, burst=1)
 _rl_handshake = RateLimiter(per_minute=12, burst=5)
 
-_PROTOCOLS = {
-    "tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
-    "tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3,
-}
+# --ssl-protocols names (lower case) -> ssl.TLSVersion member names; resolved
+# only when used, so that an agent without ssl: remotes never touches ssl.
+_PROTOCOLS = {"tlsv1": "TLSv1", "tlsv1.1": "TLSv1_1", "tlsv1.2": "TLSv1_2",
+              "tlsv1.3": "TLSv1_3"}
 
 
 @dataclass
@@ -90,10 +90,10 @@ def parse_protocols(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
     for word in text.replace(" ", ",").split(","):
         if not word:
             continue
-        v = _PROTOCOLS.get(word.lower())
-        if v is None:
+        member = _PROTOCOLS.get(word.lower())
+        if member is None:
             raise ValueError(f"{word}: SSL protocol not recognized")
-        versions.append(v)
+        versions.append(ssl.TLSVersion[member])
     if not versions:
         raise ValueError("at least one SSL protocol must be enabled")
     return min(versions), max(versions)

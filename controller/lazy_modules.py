@@ -1,0 +1,103 @@
+"""Standard-library modules the agent imports but rarely uses, loaded on first use.
+
+Design note
+-----------
+Two modules arrive with libraries the agent needs at start and are not used
+by an agent whose remotes are ``unix:``/``tcp:``: ``ssl`` (``ovs.stream``
+imports it for its ``ssl:`` stream class, :mod:`controller.stream_ssl` for
+its own) and ``asyncio`` (``structlog.stdlib`` imports it for its async
+logger methods). Loading them costs about 4 MiB of RSS per agent (OpenSSL's
+libraries and asyncio's modules; measured in issue 16's notes), which counts
+when hundreds of agents run.
+
+:func:`defer` puts a :class:`DeferredModule` into ``sys.modules`` before
+those libraries are imported. ``import ssl`` then binds the stand-in (its
+``__spec__`` is the real module's spec, not initialising, so the import
+system takes it as loaded); the first attribute read that the stand-in does
+not have (``ssl.SSLContext``, ``from ssl import X``, a submodule import that
+needs ``__path__``) imports the real module, copies its namespace into the
+stand-in and puts the real module back into ``sys.modules``. Code that
+holds the stand-in keeps working: it then has all the real attributes.
+Truth tests (``if ssl:``) do not load anything. Placeholders answer reads
+that must not load the module: ``ovs.poller`` checks ``isinstance(fd,
+ssl.SSLSocket)`` on every fd it registers, so the ``ssl`` stand-in carries an
+``SSLSocket`` class that nothing is an instance of (no real SSL socket can
+exist before ``ssl`` is loaded; loading replaces it with the real class).
+A module that is already
+imported, or that cannot be found, is left alone. :mod:`controller.cli`
+imports this module first; importing it defers :data:`AGENT_DEFERRED`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from typing import Any
+
+_lock = threading.RLock()
+
+
+class DeferredModule(types.ModuleType):
+    """A stand-in for a module that is imported on first attribute access."""
+
+    def __init__(self, name: str, spec: Any, placeholders: dict[str, Any] | None = None) -> None:
+        super().__init__(name)
+        self.__spec__ = spec
+        self.__loader__ = spec.loader
+        if spec.has_location:
+            # inspect.getmodule() scans sys.modules for __file__: answer it
+            self.__file__ = spec.origin
+        self.__dict__.update(placeholders or {})
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only called for attributes the stand-in does not have yet.
+        name = self.__name__
+        with _lock:
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+                try:
+                    real = importlib.import_module(name)
+                except BaseException:
+                    sys.modules[name] = self
+                    raise
+                self.__dict__.update(real.__dict__)
+            real = sys.modules.get(name, self)
+        if real is self:
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        return getattr(real, attr)
+
+
+class _NoInstances:
+    """A placeholder class: a type check against it is False for everything."""
+
+
+# name -> {attribute: placeholder value} read without loading the module
+PLACEHOLDERS: dict[str, dict[str, Any]] = {"ssl": {"SSLSocket": _NoInstances}}
+
+
+def defer(*names: str) -> list[str]:
+    """Install stand-ins for `names`; returns the names actually deferred."""
+    done = []
+    with _lock:
+        for name in names:
+            if name in sys.modules:
+                continue
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.loader is None:
+                continue
+            sys.modules[name] = DeferredModule(name, spec, PLACEHOLDERS.get(name))
+            done.append(name)
+    return done
+
+
+def is_loaded(name: str) -> bool:
+    """True once `name` is the real module (not a waiting stand-in)."""
+    return name in sys.modules and not isinstance(sys.modules[name], DeferredModule)
+
+
+# Deferred by importing this module (controller.cli does, before anything else).
+AGENT_DEFERRED = ("ssl", "asyncio")
+DEFERRED = defer(*AGENT_DEFERRED)

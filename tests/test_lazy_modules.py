@@ -1,0 +1,92 @@
+"""controller.lazy_modules: stand-ins that import the real module on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from controller import lazy_modules
+from controller.lazy_modules import DeferredModule, defer, is_loaded
+
+NAME = "colorsys"       # small stdlib module nothing here imports
+
+
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    saved = sys.modules.pop(NAME, None)
+    yield
+    sys.modules.pop(NAME, None)
+    if saved is not None:
+        sys.modules[NAME] = saved
+
+
+def test_import_binds_the_stand_in_until_an_attribute_is_read(fresh: None) -> None:
+    assert defer(NAME) == [NAME]
+    import colorsys
+    assert isinstance(colorsys, DeferredModule) and not is_loaded(NAME)
+    assert bool(colorsys)                      # a truth test loads nothing
+    assert colorsys.__file__.endswith("colorsys.py")      # nor does __file__
+    assert not is_loaded(NAME)
+    assert colorsys.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)
+    assert is_loaded(NAME)
+    assert not isinstance(sys.modules[NAME], DeferredModule)
+    # the stand-in now carries the real namespace
+    assert colorsys.hsv_to_rgb is sys.modules[NAME].hsv_to_rgb
+    with pytest.raises(AttributeError):
+        colorsys.no_such_function  # noqa: B018
+
+
+def test_from_import_loads_the_real_module(fresh: None) -> None:
+    defer(NAME)
+    from colorsys import rgb_to_yiq
+    assert rgb_to_yiq(0.0, 0.0, 0.0) == (0.0, 0.0, 0.0)
+    assert is_loaded(NAME)
+
+
+def test_loaded_or_unknown_modules_are_left_alone(fresh: None) -> None:
+    import json
+    assert defer("json", "no_such_module_here") == []
+    assert sys.modules["json"] is json
+
+
+def test_the_agent_entry_point_does_not_load_ssl_or_asyncio() -> None:
+    code = ("import sys, controller.cli, controller.daemon, controller.pinctrl\n"
+            "from controller.lazy_modules import is_loaded\n"
+            "print(is_loaded('ssl'), is_loaded('asyncio'))\n"
+            "import ssl\n"
+            "ssl.create_default_context()\n"
+            "print(is_loaded('ssl'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False", "False", "True"]
+    assert set(lazy_modules.AGENT_DEFERRED) == {"ssl", "asyncio"}
+
+
+def test_placeholders_answer_without_loading(fresh: None) -> None:
+    lazy_modules.PLACEHOLDERS[NAME] = {"ONE_THIRD": 0.5}
+    try:
+        defer(NAME)
+        import colorsys
+        assert colorsys.ONE_THIRD == 0.5 and not is_loaded(NAME)
+        colorsys.rgb_to_hls(0.0, 0.0, 0.0)
+        assert colorsys.ONE_THIRD == 1.0 / 3.0      # the real value after loading
+    finally:
+        del lazy_modules.PLACEHOLDERS[NAME]
+
+
+def test_ovs_poller_registers_fds_without_loading_ssl() -> None:
+    code = ("import socket, controller.cli\n"
+            "import ovs.poller\n"
+            "from controller.lazy_modules import is_loaded\n"
+            "a, b = socket.socketpair()\n"
+            "p = ovs.poller.Poller()\n"
+            "p.fd_wait(a, ovs.poller.POLLIN)\n"
+            "p.timer_wait(0)\n"
+            "p.block()\n"
+            "print(is_loaded('ssl'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False"]
