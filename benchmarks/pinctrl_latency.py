@@ -16,13 +16,13 @@ vswitchd is another process), so only the agent's own threads share the GIL.
 
 from __future__ import annotations
 
+import multiprocessing
 import select
 import socket
 import struct
-import multiprocessing
 import time
 
-from controller.coverage import Coverage
+from controller.diag.coverage import Coverage
 from controller.lflow.actions import base as ab
 from controller.pinctrl import registry
 from controller.pinctrl.buffered import BufferedPackets

@@ -5,7 +5,7 @@ Design note
 ``ovn-controller [OVS_DB_REMOTE] [--pidfile[=F]] [--log-file[=F]] [--detach]
 [--monitor] [--user=U[:G]] [--no-chdir] [--unixctl=PATH] [-vSPEC ...] [-p/-c/-C
 ...]`` parses the same options as the C daemon, configures logging, syslog and
-SSL (``controller.stream_ssl``), then hands an :class:`Options` to
+SSL (``controller.ovsdb.stream_ssl``), then hands an :class:`Options` to
 ``controller.daemon.run(options)``, the agent's main loop.  The program name
 (``controller.version.PROGRAM``) is argv[0]'s: ``ovn-controller`` when run
 through that entry point, else ``ovn-controller-py``.
@@ -14,7 +14,7 @@ Two subcommands are dispatched before option parsing, each to its own module
 (imported lazily, so a missing one only breaks itself):
 
 * ``ovn-controller-py lflow-compile ...`` -> ``controller.lflow.cli.main(argv)``
-* ``ovn-controller-py ctl ...``           -> ``controller.ctl.main(argv)``
+* ``ovn-controller-py ctl ...``           -> ``controller.diag.ctl.main(argv)``
 
 Defaults follow the OVS/OVN environment variables as C does: the OVS
 database is ``unix:$OVS_RUNDIR/db.sock``, the pidfile
@@ -43,8 +43,6 @@ drops root before the pidfile is written.
 
 from __future__ import annotations
 
-# First: defers ssl and asyncio before ovs.stream and structlog import them.
-import controller.lazy_modules  # noqa: F401
 import argparse
 import fcntl
 import grp
@@ -62,12 +60,15 @@ from typing import Any
 import ovs.fatal_signal
 import ovs.util
 
-from controller import stream_ssl, version, vlog
+# First: defers ssl and asyncio before ovs.stream and structlog import them.
+import controller.lazy_modules  # noqa: F401
+from controller import version, vlog
+from controller.ovsdb import stream_ssl
 from controller.version import version_text
 
 SUBCOMMANDS = {
     "lflow-compile": "controller.lflow.cli",
-    "ctl": "controller.ctl",
+    "ctl": "controller.diag.ctl",
 }
 DAEMON_MODULE = "controller.daemon"
 

@@ -15,13 +15,13 @@ One thread, one ``ovs.poller`` loop.  Each iteration of :class:`Daemon`:
 4. hand desired flows to ofctrl with the request id of the latest seqno
    requests (nb_cfg, if-status), collect acked seqnos, run the if-status
    manager, echo nb_cfg; while a full compute runs in CPU-bounded slices
-   (``controller.lflow_output``) or an SB update is applied in slices
-   (``controller.db``), nothing is put: the initial install instead streams
+   (``controller.nodes.logical_flow_output``) or an SB update is applied in slices
+   (``controller.ovsdb.connections``), nothing is put: the initial install instead streams
    each slice into its still open bundle (``OfctrlSession.put_partial``),
    and the loop wakes at once for the next slice;
 5. unixctl, commit both transactions, clear tracked changes, wait.
 
-The engine graph is :data:`controller.engine_graph.GRAPH`; the desired flow
+The engine graph is :data:`controller.engine.graph.GRAPH`; the desired flow
 tables handed to ofctrl are the data of its ``logical_flow_output`` and
 ``physical_flow_output`` nodes.
 
@@ -41,31 +41,38 @@ from typing import Any
 import ovs.poller
 import structlog
 
-from controller import db as dbmod
-from controller.bfd import bfd_run
-from controller.binding import binding_cleanup
-from controller.chassis import (br_datapath, chassis_cleanup, chassis_config, chassis_run,
-                                ensure_br_int)
-from controller.coverage import COVERAGE
-from controller.encaps import Encaps, encaps_cleanup
-from controller.engine import State
-from controller import features as featmod
-from controller.features import Features
-from controller.engine_graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
-from controller.engine_nodes import AgentState, agent_nodes
-from controller import idl_fastpath, memory
+from controller.binding.claim import binding_cleanup
+from controller.binding.if_status import IfStatusMgr
+from controller.chassis import features as featmod
+from controller.chassis.bfd import bfd_run
+from controller.chassis.encaps import Encaps, encaps_cleanup
+from controller.chassis.features import Features
+from controller.chassis.patch import Patches, StartupDelay
+from controller.chassis.registration import (
+    br_datapath,
+    chassis_cleanup,
+    chassis_config,
+    chassis_run,
+    ensure_br_int,
+)
 from controller.daemon_appctl import AppctlApi
 from controller.daemon_monitors import SbMonitors
 from controller.daemon_profile import DevProfile, gc_after_startup, gc_startup, start_profile
-from controller.if_status import IfStatusMgr
-from controller.knobs import Knobs, chassis_name as resolve_chassis_name
-from controller.lflow_output import LflowOutput
-from controller.loop_stats import LoopStats
+from controller.diag import memory
+from controller.diag.coverage import COVERAGE
+from controller.diag.loop_stats import LoopStats
+from controller.diag.stopwatch import AGENT_STOPWATCHES, Stopwatches
+from controller.diag.unixctl import create_server
+from controller.engine.agent_nodes import AgentState, agent_nodes
+from controller.engine.core import State
+from controller.engine.graph import FLOW_OUTPUT_NODES, GraphParts, build_engine
+from controller.knobs import Knobs
+from controller.knobs import chassis_name as resolve_chassis_name
 from controller.nb_cfg import NbCfg
-from controller.patch import Patches, StartupDelay
-from controller.pflow_output import PflowOutput
-from controller.stopwatch import AGENT_STOPWATCHES, Stopwatches
-from controller.unixctl import create_server
+from controller.nodes.logical_flow_output import LflowOutput
+from controller.nodes.physical_flow_output import PflowOutput
+from controller.ovsdb import connections as dbmod
+from controller.ovsdb import idl_fastpath
 from controller.vlog import RateLimiter
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.groups import GroupTable
@@ -259,8 +266,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
 
     def _outputs_partial(self) -> bool:
         """Both flow tables computed in this iteration, but a sliced compute
-        of one of them (controller.lflow_output) or the SB update it works
-        from (controller.db) is not complete yet."""
+        of one of them (controller.nodes.logical_flow_output) or the SB update it works
+        from (controller.ovsdb.connections) is not complete yet."""
         nodes = [self.engine.node(n) for n in FLOW_OUTPUT_NODES]
         return all(n.state in (State.UPDATED, State.UNCHANGED) for n in nodes) and \
             (any(n.pending() for n in nodes) or self._sb_deferred())

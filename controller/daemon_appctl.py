@@ -1,4 +1,4 @@
-"""The agent's ``ovn-appctl`` face: the methods :mod:`controller.unixctl`
+"""The agent's ``ovn-appctl`` face: the methods :mod:`controller.diag.unixctl`
 calls on the :class:`controller.daemon.Daemon` (its ``Agent`` protocol).
 
 Design note
@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 import structlog
 
-from controller import db as dbmod
-from controller import memory
-from controller.engine import Engine
-from controller.engine_nodes import AgentState
-from controller.lflow_output import LflowOutput
+from controller.chassis.patch import StartupDelay
+from controller.diag import memory
+from controller.engine.agent_nodes import AgentState
+from controller.engine.core import Engine
 from controller.nb_cfg import NbCfg
-from controller.patch import StartupDelay
+from controller.nodes.logical_flow_output import LflowOutput
+from controller.ovsdb import connections as dbmod
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.groups import GroupTable
 from ofctrl.meters import MeterTable

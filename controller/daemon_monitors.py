@@ -4,7 +4,7 @@
 Design note
 -----------
 A mixin of :class:`~controller.daemon.Daemon`.  The conditions themselves are
-built by :func:`controller.db.sb_monitor_conditions`; this part decides when
+built by :func:`controller.ovsdb.connections.sb_monitor_conditions`; this part decides when
 to send new ones.  Three moments: the first monitor request of a new SB
 connection (nothing local known yet), before the chassis exists (the VIFs'
 iface-ids already on br-int) and after runtime_data changed (the local
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import db as dbmod
-from controller.engine_nodes import AgentState
+from controller.engine.agent_nodes import AgentState
 from controller.knobs import Knobs
+from controller.ovsdb import connections as dbmod
 
 
 class SbMonitors:

@@ -25,9 +25,9 @@ import os
 import time
 from typing import IO, Any
 
-from controller import db as dbmod
-from controller.engine import Engine
-from controller.loop_stats import LoopStats
+from controller.diag.loop_stats import LoopStats
+from controller.engine.core import Engine
+from controller.ovsdb import connections as dbmod
 
 
 class DevProfile:

@@ -4,7 +4,7 @@ Design note
 -----------
 Two modules arrive with libraries the agent needs at start and are not used
 by an agent whose remotes are ``unix:``/``tcp:``: ``ssl`` (``ovs.stream``
-imports it for its ``ssl:`` stream class, :mod:`controller.stream_ssl` for
+imports it for its ``ssl:`` stream class, :mod:`controller.ovsdb.stream_ssl` for
 its own) and ``asyncio`` (``structlog.stdlib`` imports it for its async
 logger methods). Loading them costs about 4 MiB of RSS per agent (OpenSSL's
 libraries and asyncio's modules; measured in issue 16's notes), which counts

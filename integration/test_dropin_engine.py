@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from controller.engine_graph import C_NODE_ORDER
+from controller.engine.graph import C_NODE_ORDER
 from integration.sandbox import Sandbox
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """A big SB update is applied by the agent's IDL in slices, one per run
-(controller.db design note), against a real ovsdb-server: every row arrives,
+(controller.ovsdb.connections design note), against a real ovsdb-server: every row arrives,
 nothing is settled or complete before the last slice."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import db as dbmod
+from controller.ovsdb import connections as dbmod
 
 pytestmark = pytest.mark.skipif(shutil.which("ovsdb-server") is None, reason="no ovsdb-server")
 

@@ -70,7 +70,7 @@ STREAM_IDLE_MS = 5000
 
 
 class CtZoneFlusher(Protocol):
-    """What the session needs from the agent's ct-zone state (controller/ct_zones.py)."""
+    """What the session needs from the agent's ct-zone state (controller/binding/ct_zones.py)."""
 
     def take_queued_flushes(self) -> list[int]: ...
 

@@ -1,5 +1,5 @@
 """Port-binding and HA-group decisions shared by the binding code
-(``controller/binding.py``) and the physical flows (``physical/ports.py``).
+(``controller/binding/claim.py``) and the physical flows (``physical/ports.py``).
 
 * :func:`can_bind_here` - may this chassis claim the port, as main or
   additional chassis (``lport_can_bind_on_this_chassis``, 23.03);

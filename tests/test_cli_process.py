@@ -1,5 +1,5 @@
 """controller.cli process control helpers (--monitor, --user, fatal signals) and
-controller.stream_ssl's configuration checks."""
+controller.ovsdb.stream_ssl's configuration checks."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import cli, stream_ssl, vlog
+from controller import cli, vlog
+from controller.ovsdb import stream_ssl
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,9 +8,9 @@ import sys
 
 import structlog
 
-from controller import coverage as covmod
-from controller.coverage import COVERAGE, Coverage
-from controller.memory import (MemoryMonitor, deep_size, format_usage, kb, sampled_size)
+from controller.diag import coverage as covmod
+from controller.diag.coverage import COVERAGE, Coverage
+from controller.diag.memory import MemoryMonitor, deep_size, format_usage, kb, sampled_size
 from ofctrl import connection as of_connection
 
 # One counter line of OVS's coverage/show.

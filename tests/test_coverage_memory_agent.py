@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller import memory
+from controller.diag import memory
+from controller.diag.memory import agent_usage, format_usage
 from controller.lflow.cache import LflowCache
-from controller.memory import agent_usage, format_usage
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.installed import InstalledFlowTable, update_by_compare

@@ -48,7 +48,7 @@ import cachetools
 import ovs.poller
 import structlog
 
-from controller.coverage import COVERAGE
+from controller.diag.coverage import COVERAGE
 from controller.vlog import RateLimiter
 
 log = structlog.get_logger("memory_trim")

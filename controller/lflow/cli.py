@@ -29,10 +29,9 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 from controller.lflow.actions import ExtendTable, OvsFeatures
-from controller.lflow.compile import (
-    CompileContext, CompiledLflow, DatapathInfo, LflowCompiler)
+from controller.lflow.compile import CompileContext, CompiledLflow, DatapathInfo, LflowCompiler
 from controller.lflow.conj_ids import ConjIds
-from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+from controller.lflow.expr.nodes import const_set_from_integers, const_set_from_strings
 from ofctrl.flow import Flow
 
 DEFAULT_UUID = "00000001-0000-4000-8000-000000000000"

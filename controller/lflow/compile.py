@@ -61,17 +61,24 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from controller.lflow.actions import (
-    ActionError, EncodeParams, ExtendTable, OvsFeatures, ParsedActions,
-    ParseParams, encode_ovnacts, parse_actions)
+    ActionError,
+    EncodeParams,
+    ExtendTable,
+    OvsFeatures,
+    ParsedActions,
+    ParseParams,
+    encode_ovnacts,
+    parse_actions,
+)
 from controller.lflow.actions.base import NX_CTLR_NO_METER
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS
 from controller.lflow.cache import T_MATCHES, LflowCache
 from controller.lflow.conj_ids import ConjIds
-from controller.lflow.expr_annotate import annotate, evaluate_condition, simplify
-from controller.lflow.expr_matches import ExprMatch, to_matches
-from controller.lflow.expr_nodes import E_AND, E_COND, E_OR, ConstantSet, Expr, clone, combine
-from controller.lflow.expr_normalize import normalize
-from controller.lflow.expr_parse import ExprError, parse_expr
+from controller.lflow.expr.annotate import annotate, evaluate_condition, simplify
+from controller.lflow.expr.matches import ExprMatch, to_matches
+from controller.lflow.expr.nodes import E_AND, E_COND, E_OR, ConstantSet, Expr, clone, combine
+from controller.lflow.expr.normalize import normalize
+from controller.lflow.expr.parse import ExprError, parse_expr
 from controller.lflow.lexer import parse_template_string
 from controller.lflow.symtab import Symtab, ovn_symtab
 from ofctrl.desired import AddrSetInfo, DesiredFlowTable

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from controller.coverage import COVERAGE
+from controller.diag.coverage import COVERAGE
 from physical.ovshash import hash_int
 
 __all__ = ["ConjIds", "hash_int", "uuid_hash"]

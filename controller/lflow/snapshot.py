@@ -185,7 +185,7 @@ def context_from_snapshot(sb: SbSnapshot, chassis_name: str, local_dps: set[int]
     patch and vtep port, as binding.c does) and chassis residency."""
     from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
     from controller.lflow.compile import CompileContext
-    from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+    from controller.lflow.expr.nodes import const_set_from_integers, const_set_from_strings
 
     ports: dict[str, tuple[int, int]] = {}
     related: set[str] = set()

@@ -4,9 +4,9 @@ ovn-controller.c).
 
 Design note
 -----------
-Every class here implements ``controller.engine.EngineNode`` (``data``,
+Every class here implements ``controller.engine.core.EngineNode`` (``data``,
 ``run``, ``handlers``, ``clear_tracked``) and is wired by name in
-``controller/engine_graph.py``:
+``controller/engine/graph.py``:
 
 * ``runtime_data`` -- bindings, local datapaths, related ports;
 * ``ovs_interface_shadow`` -- the Interface changes runtime_data handles;
@@ -20,7 +20,7 @@ Every class here implements ``controller.engine.EngineNode`` (``data``,
 * ``non_vif_data`` -- tunnel and patch ports on br-int.
 
 Long-lived data (runtime data, zones, the if-status manager) lives in
-``controller.engine_nodes.AgentState``, which these modules know only as a
+``controller.engine.agent_nodes.AgentState``, which these modules know only as a
 type.
 
 A node's data holds what it computed plus what changed in this iteration

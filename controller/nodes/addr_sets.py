@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
-from controller.lflow.expr_nodes import ConstantSet, const_set_from_integers
-from controller.tracking import TableChanges
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
+from controller.lflow.expr.nodes import ConstantSet, const_set_from_integers
+from controller.ovsdb.tracking import TableChanges
 
 Tables = Callable[[str], Mapping[Any, Any]]
 

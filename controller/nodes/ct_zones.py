@@ -1,5 +1,5 @@
 """The ``ct_zones`` engine node (C's en_ct_zones): the conntrack zone of
-every local port and datapath (``controller.ct_zones.CtZones``).
+every local port and datapath (``controller.binding.ct_zones.CtZones``).
 
 Design note
 -----------
@@ -14,14 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from controller.ct_zones import requested_snat_zone, snat_key
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
-from controller.local_data import TrackedType
-from controller.tracking import TableChanges
+from controller.binding.ct_zones import requested_snat_zone, snat_key
+from controller.binding.local_data import TrackedType
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+)
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 
 def _changes(inp: Node) -> TableChanges:

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from controller.engine import HandlerFn, Node
-from controller.lflow.actions.dhcp_opts import (DHCPV4_OPTIONS, DHCPV6_OPTIONS, OptionTable,
-                                                table_from_rows)
+from controller.engine.core import HandlerFn, Node
+from controller.lflow.actions.dhcp_opts import (
+    DHCPV4_OPTIONS,
+    DHCPV6_OPTIONS,
+    OptionTable,
+    table_from_rows,
+)
 
 Tables = Callable[[str], Mapping[Any, Any]]
 

@@ -3,7 +3,7 @@ state manager of the claimed VIFs, whose MTUs the node follows.
 
 Design note
 -----------
-The manager (``controller.if_status.IfStatusMgr``) lives in the agent state
+The manager (``controller.binding.if_status.IfStatusMgr``) lives in the agent state
 and outlives recomputes; this node's Interface handler records the VIFs
 whose MTU moved (``mtu_changed``, None after a recompute: any may have).
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
-from controller.tracking import TableChanges
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 
 def _changes(inp: Node) -> TableChanges:

@@ -22,13 +22,19 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
-from controller.local_data import TrackedType, opt_first
-from controller.tracking import TableChanges
+from controller.binding.local_data import TrackedType, opt_first
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+)
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 Tables = Callable[[str], Mapping[Any, Any]]
 

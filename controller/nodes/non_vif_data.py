@@ -23,14 +23,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 import physical
-from controller.binding import TUNNEL_TYPES, iface_ofport
-from controller.encaps import has_map_key, parse_tunnel_id
-from controller.engine import HANDLED_UNCHANGED, UNHANDLED, Handled, HandlerFn, Node
-from controller.local_data import opt_first
-from controller.tracking import TableChanges
+from controller.binding.claim import TUNNEL_TYPES, iface_ofport
+from controller.binding.local_data import opt_first
+from controller.chassis.encaps import has_map_key, parse_tunnel_id
+from controller.engine.core import HANDLED_UNCHANGED, UNHANDLED, Handled, HandlerFn, Node
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 _OVN_PORT_KEYS = ("ovn-chassis-id", "ovn-localnet-port", "ovn-l2gateway-port")
 _TUN_TYPES = {"geneve": physical.TunnelType.GENEVE, "stt": physical.TunnelType.STT,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
 
 Tables = Callable[[str], Mapping[Any, Any]]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
-from controller.tracking import TableChanges
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
+from controller.ovsdb.tracking import TableChanges
 
 
 class OvsInterfaceShadowNode:

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
-from controller.lflow.expr_nodes import const_set_from_strings
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+)
+from controller.lflow.expr.nodes import const_set_from_strings
 from controller.nodes.addr_sets import NamedSets, Tables, _names
-from controller.tracking import TableChanges
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 
 class PortGroupsNode:

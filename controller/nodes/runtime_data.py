@@ -1,12 +1,12 @@
 """The ``runtime_data`` engine node (C's en_runtime_data): port bindings,
-local datapaths and related ports (``controller.binding``).
+local datapaths and related ports (``controller.binding.claim``).
 
 Design note
 -----------
 Its data (``binding.RuntimeData``) lives in the agent state.  ``run`` is a
 full binding pass; the handlers follow Port_Binding changes, postponed
 claims, the SB becoming writable and Interface changes (from
-``ovs_interface_shadow``) incrementally (``controller.binding_incremental``)
+``ovs_interface_shadow``) incrementally (``controller.binding.incremental``)
 and report UPDATED when datapaths or local/related ports were tracked.
 """
 
@@ -14,17 +14,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from controller.binding import binding_run
-from controller.binding_incremental import (handle_ovs_interface_changes,
-                                            handle_port_binding_changes, retry_postponed)
-from controller.coverage import COVERAGE
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
-from controller.if_status import IfState
-from controller.tracking import TableChanges
+from controller.binding.claim import binding_run
+from controller.binding.if_status import IfState
+from controller.binding.incremental import (
+    handle_ovs_interface_changes,
+    handle_port_binding_changes,
+    retry_postponed,
+)
+from controller.diag.coverage import COVERAGE
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+)
+from controller.ovsdb.tracking import TableChanges
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 
 def _changes(inp: Node) -> TableChanges:

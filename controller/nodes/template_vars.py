@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, Handled, HandlerFn, Node
 
 if TYPE_CHECKING:
-    from controller.engine_nodes import AgentState
+    from controller.engine.agent_nodes import AgentState
 
 Tables = Callable[[str], Mapping[Any, Any]]
 

@@ -30,16 +30,27 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any, Callable, Mapping
 
-from controller.coverage import COVERAGE, Coverage
+from controller.diag.coverage import COVERAGE, Coverage
 from controller.pinctrl import bfd_router
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
-from controller.pinctrl.mcast import McastSnoop, attach as attach_mcast, configs_from_rows
+from controller.pinctrl.mcast import McastSnoop, configs_from_rows
+from controller.pinctrl.mcast import attach as attach_mcast
 from controller.pinctrl.prefix_delegation import (
-    PdInputs, PrefixDelegation, attach as attach_pd, pd_inputs, write_pd_lists)
+    PdInputs,
+    PrefixDelegation,
+    pd_inputs,
+    write_pd_lists,
+)
+from controller.pinctrl.prefix_delegation import attach as attach_pd
 from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
-    PendingWork, SbWriter, SnapshotPublisher, _now_ms, _opt_first)
+    PendingWork,
+    SbWriter,
+    SnapshotPublisher,
+    _now_ms,
+    _opt_first,
+)
 from controller.pinctrl.service import PinctrlService
 from controller.pinctrl.svc_monitor import SvcMonitors, attach, monitor_specs
 from controller.vlog import RateLimiter, get_logger
@@ -313,7 +324,7 @@ class Pinctrl:
 
     def inject(self, microflow: str, br_int: Any, sb_table: Callable[[str], Any]) -> str | None:
         """``inject-pkt``: None when sent, else the error text C replies."""
-        from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+        from controller.lflow.expr.nodes import const_set_from_integers, const_set_from_strings
         from controller.lflow.symtab import ovn_symtab
         from controller.pinctrl.inject import inject_message
         conn = self.service.conn

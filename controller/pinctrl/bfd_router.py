@@ -1,6 +1,6 @@
 """Router BFD over logical router ports (pinctrl.c bfd_monitor_*, OVN 23.03.1).
 
-Not the OVS Interface BFD of tunnels (``controller/bfd.py``): these sessions
+Not the OVS Interface BFD of tunnels (``controller/chassis/bfd.py``): these sessions
 come from the SB ``BFD`` table northd fills from NB ``BFD`` rows (routes
 with ``--bfd``), and pinctrl itself sends and receives the control packets.
 
@@ -71,8 +71,8 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from controller.binding.local_data import ha_group_is_active, opt_first
 from controller.lflow.actions.base import OP_BFD_MSG
-from controller.local_data import ha_group_is_active, opt_first
 from controller.pinctrl import frames
 from controller.pinctrl.frames import FrameError
 from controller.pinctrl.garp import extract_lsp_addresses

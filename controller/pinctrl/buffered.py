@@ -29,7 +29,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable
 
-from controller.coverage import COVERAGE, Coverage
+from controller.diag.coverage import COVERAGE, Coverage
 from controller.pinctrl.openflow import packet_out, reload_metadata, resubmit_controller, set_field
 from controller.pinctrl.outcome import BufferIntent
 from controller.pinctrl.packet_in import PacketIn

@@ -67,10 +67,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 
-from controller.encaps import has_map_key
-from controller.indexes import SbIndexes, ref_uuid
+from controller.binding.local_data import LocalDatapath, ha_group_is_active, opt_first
+from controller.chassis.encaps import has_map_key
 from controller.lflow.lexer import T_ID, T_LPAREN, T_RPAREN, T_STRING, Lexer
-from controller.local_data import LocalDatapath, ha_group_is_active, opt_first
+from controller.ovsdb.indexes import SbIndexes, ref_uuid
 from controller.pinctrl.openflow import po_inject
 from controller.vlog import RateLimiter
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 from typing import Callable, Mapping
 
-from controller.lflow.expr_microflow import parse_microflow
-from controller.lflow.expr_nodes import ConstantSet
+from controller.lflow.expr.microflow import parse_microflow
+from controller.lflow.expr.nodes import ConstantSet
 from controller.lflow.symtab import Symbol
 from controller.pinctrl.openflow import packet_out
 from ofctrl.match import Match

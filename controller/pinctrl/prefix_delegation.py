@@ -77,11 +77,18 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from controller.indexes import ref_uuid
+from controller.binding.local_data import ha_group_is_active, opt_first
 from controller.lflow.actions.base import OP_DHCP6_SERVER
-from controller.local_data import ha_group_is_active, opt_first
+from controller.ovsdb.indexes import ref_uuid
 from controller.pinctrl.frames import (
-    ETH_TYPE_IPV6, IPPROTO_UDP, FrameError, Headers, _with_vlan, csum, parse)
+    ETH_TYPE_IPV6,
+    IPPROTO_UDP,
+    FrameError,
+    Headers,
+    _with_vlan,
+    csum,
+    parse,
+)
 from controller.pinctrl.garp import _scan_mac, extract_lsp_addresses
 from controller.pinctrl.l7frame import byte_at, bytes_at
 from controller.pinctrl.openflow import packet_out, po_inject, resubmit_controller, set_field

@@ -43,11 +43,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
-from controller.coverage import COVERAGE, Coverage
-from controller.indexes import UniqueIndex
-from controller.pinctrl.outcome import (
-    ActivationIntent, EventIntent, FdbIntent, MacBindingIntent, SbIntent, VportIntent)
+from controller.diag.coverage import COVERAGE, Coverage
+from controller.ovsdb.indexes import UniqueIndex
 from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache, dns_cache_from_sb
+from controller.pinctrl.outcome import (
+    ActivationIntent,
+    EventIntent,
+    FdbIntent,
+    MacBindingIntent,
+    SbIntent,
+    VportIntent,
+)
 from controller.pinctrl.state import LocalSnapshot, PortInfo
 from controller.vlog import RateLimiter, get_logger
 

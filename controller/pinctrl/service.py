@@ -54,7 +54,7 @@ from typing import Callable, Protocol
 import ovs.poller
 import ovs.timeval
 
-from controller.coverage import COVERAGE, Coverage
+from controller.diag.coverage import COVERAGE, Coverage
 from controller.pinctrl.buffered import BufferedPackets
 from controller.pinctrl.outcome import BufferIntent, LogIntent, Outcome
 from controller.pinctrl.packet_in import PacketInError, decode_packet_in2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
 from controller.nodes.addr_sets import AddrSetsNode
 from controller.nodes.port_groups import PortGroupsNode
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
 from tests.agent.fakes import FakeRow
 
 

@@ -1,11 +1,14 @@
 import structlog
 
-from controller.binding import BindingCtx, CanBind, RuntimeData, binding_run, can_bind_here
-from controller.binding_incremental import (handle_ovs_interface_changes,
-                                            handle_port_binding_changes, retry_postponed)
-from controller.if_status import IfState, IfStatusMgr
-from controller.indexes import SbIndexes
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+from controller.binding.claim import BindingCtx, CanBind, RuntimeData, binding_run, can_bind_here
+from controller.binding.if_status import IfState, IfStatusMgr
+from controller.binding.incremental import (
+    handle_ovs_interface_changes,
+    handle_port_binding_changes,
+    retry_postponed,
+)
+from controller.ovsdb.indexes import SbIndexes
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
 from ofctrl.seqno import SeqnoTracker
 from tests.agent.fakes import FakeRow, dp, pb
 
@@ -95,7 +98,7 @@ def test_vif_claim_via_if_status_then_up_after_ack():
 
 
 def _view(w):
-    from controller.binding import Binder
+    from controller.binding.claim import Binder
     return Binder(w.ctx(), w.rt, track=False)
 
 
@@ -313,7 +316,7 @@ def test_recompute_in_start_up_grace_frees_zones_of_users_seen_before():
     # (e.g. the one after the last dummy VIF of a datapath went away) still
     # frees the zones of a released lport and of a datapath no longer local,
     # as the C agent does; only users never seen since start are kept.
-    from controller.ct_zones import CtZones
+    from controller.binding.ct_zones import CtZones
     w, ifaces = _two_switches("dummy")
     ct = CtZones()
     ext = {"ct-zone-late": "40"}

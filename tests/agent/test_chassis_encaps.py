@@ -1,5 +1,5 @@
-from controller.chassis import chassis_config
-from controller.encaps import plan_tunnels
+from controller.chassis.encaps import plan_tunnels
+from controller.chassis.registration import chassis_config
 from tests.agent.fakes import FakeRow
 
 
@@ -72,13 +72,13 @@ def test_plan_keeps_matching_tunnel_and_replaces_changed_one():
 
 def test_has_map_key_on_idl_rows_and_plain_objects() -> None:
     import uuid
+    from types import SimpleNamespace
 
     import ovs.db.data
     import ovs.db.idl
-    from types import SimpleNamespace
 
-    from controller.db import SB_SCHEMA
-    from controller.encaps import has_map_key
+    from controller.chassis.encaps import has_map_key
+    from controller.ovsdb.connections import SB_SCHEMA
 
     helper = ovs.db.idl.SchemaHelper(SB_SCHEMA)
     helper.register_all()

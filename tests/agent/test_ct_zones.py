@@ -1,4 +1,4 @@
-from controller.ct_zones import CtZones, PendingState
+from controller.binding.ct_zones import CtZones, PendingState
 from tests.agent.fakes import FakeRow, dp
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ovs.poller
 
-from controller.db import COMMIT_BACKOFF_MAX_MS, CommitBackoff
+from controller.ovsdb.connections import COMMIT_BACKOFF_MAX_MS, CommitBackoff
 
 
 def test_doubles_to_cap_and_success_clears() -> None:

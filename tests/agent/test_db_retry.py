@@ -10,7 +10,7 @@ from typing import Any
 import ovs.db.idl
 import pytest
 
-from controller import db as dbmod
+from controller.ovsdb import connections as dbmod
 
 
 class _Table:

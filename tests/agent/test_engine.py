@@ -1,5 +1,12 @@
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Engine, Node,
-                               State, noop_handler)
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Engine,
+    Node,
+    State,
+    noop_handler,
+)
 
 
 class Leaf:

@@ -1,13 +1,21 @@
-from controller.db import SB_TABLES
-from controller.engine import HANDLED_UPDATED, State
-from controller.engine_graph import (C_NODE_ORDER, GRAPH, NOOP, ROOT, GraphError, GraphParts,
-                                     TableNode, build_engine)
-from controller.tracking import ROW_CREATE, ROW_UPDATE, ChangeTracker
-from tests.agent.fakes import FakeRow
-
 from pathlib import Path
 
 import pytest
+
+from controller.engine.core import HANDLED_UPDATED, State
+from controller.engine.graph import (
+    C_NODE_ORDER,
+    GRAPH,
+    NOOP,
+    ROOT,
+    GraphError,
+    GraphParts,
+    TableNode,
+    build_engine,
+)
+from controller.ovsdb.connections import SB_TABLES
+from controller.ovsdb.tracking import ROW_CREATE, ROW_UPDATE, ChangeTracker
+from tests.agent.fakes import FakeRow
 
 OVS_TABLES = ["Open_vSwitch", "Bridge", "QoS", "Port", "Interface", "Flow_Sample_Collector_Set"]
 
@@ -157,10 +165,10 @@ def test_untracked_table_raises():
 
 def real_engine():
     """The engine with the implementations the daemon plugs in."""
-    from controller.engine_nodes import AgentState, agent_nodes
-    from controller.if_status import IfStatusMgr
-    from controller.lflow_output import LflowOutput
-    from controller.pflow_output import PflowOutput
+    from controller.binding.if_status import IfStatusMgr
+    from controller.engine.agent_nodes import AgentState, agent_nodes
+    from controller.nodes.logical_flow_output import LflowOutput
+    from controller.nodes.physical_flow_output import PflowOutput
     from ofctrl.seqno import SeqnoTracker
 
     st = AgentState(IfStatusMgr(SeqnoTracker()))

@@ -1,4 +1,4 @@
-"""controller.features.FeatureProbe: C's feature log lines, only on change."""
+"""controller.chassis.features.FeatureProbe: C's feature log lines, only on change."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Iterator
 
 import pytest
 
-from controller import features, vlog
+from controller import vlog
+from controller.chassis import features
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 import uuid
 
 from controller.lflow.compile import RefIndex
-from controller.lflow_output import ExtendBridge
+from controller.nodes.logical_flow_output import ExtendBridge
 from tests.agent.fakes import FakeRow
 
 
@@ -69,8 +69,8 @@ def test_extend_bridge_parses_group_specs_once():
 def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
     from types import SimpleNamespace
 
-    from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
-    from controller.pflow_output import PflowOutput
+    from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
+    from controller.nodes.physical_flow_output import PflowOutput
 
     dp1, dp2 = FakeRow(tunnel_key=1), FakeRow(tunnel_key=2)
     pbs = {"vm1": FakeRow(logical_port="vm1", datapath=dp1, additional_chassis=[]),
@@ -105,8 +105,8 @@ def test_pflow_if_status_mgr_handler_rebuilds_only_multichassis_mtu_changes():
 def test_if_status_mgr_node_tracks_mtu_changes():
     from types import SimpleNamespace
 
+    from controller.binding.if_status import IfStatusMgr
     from controller.nodes.if_status_mgr import IfStatusMgrNode
-    from controller.if_status import IfStatusMgr
     from ofctrl.seqno import SeqnoTracker
 
     mgr = IfStatusMgr(SeqnoTracker())
@@ -127,7 +127,7 @@ def _shared_clause_output():
     from types import SimpleNamespace
 
     from controller.lflow.compile import CompiledLflow, LflowRefs
-    from controller.lflow_output import LflowOutput
+    from controller.nodes.logical_flow_output import LflowOutput
     from ofctrl.flow import Flow
     from ofctrl.ofpacts.basic import Conjunction
 
@@ -176,7 +176,7 @@ def _conjunctions(out, match):
 def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
     from types import SimpleNamespace
 
-    from controller.engine import HANDLED_UPDATED
+    from controller.engine.core import HANDLED_UPDATED
     from controller.nodes.addr_sets import NamedSets
 
     out, a, b, rows, compiled = _shared_clause_output()
@@ -202,7 +202,7 @@ def test_reprocessing_one_lflow_rebuilds_a_shared_clause_flow_once():
 def test_deleting_one_lflow_keeps_the_other_owner_of_a_shared_clause_flow():
     from types import SimpleNamespace
 
-    from controller.tracking import ROW_DELETE, TableChanges
+    from controller.ovsdb.tracking import ROW_DELETE, TableChanges
 
     out, a, b, rows, compiled = _shared_clause_output()
     del rows[a.uuid]
@@ -219,7 +219,7 @@ def test_deleting_one_lflow_keeps_the_other_owner_of_a_shared_clause_flow():
 def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
     from types import SimpleNamespace
 
-    from controller.pflow_output import VifOfports
+    from controller.nodes.physical_flow_output import VifOfports
 
     def lb(ofport: int | None, children: tuple[str, ...] = (),
            bound: bool = True) -> SimpleNamespace:
@@ -241,8 +241,8 @@ def test_vif_ofports_lazy_mapping_matches_eager_rules() -> None:
 def test_port_up_alone_reprocesses_no_lflow():
     from types import SimpleNamespace
 
-    from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED
-    from controller.tracking import ROW_UPDATE, TableChanges
+    from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED
+    from controller.ovsdb.tracking import ROW_UPDATE, TableChanges
 
     out, a, b, rows, compiled = _shared_clause_output()
     out.refs.add(a.uuid, Refs(ports={"vm1"}))

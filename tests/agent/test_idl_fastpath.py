@@ -1,4 +1,4 @@
-"""controller.idl_fastpath returns exactly what ovs.db.idl.Row.__getattr__ does."""
+"""controller.ovsdb.idl_fastpath returns exactly what ovs.db.idl.Row.__getattr__ does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import ovs.db.error
 import ovs.db.idl
 import pytest
 
-from controller import idl_fastpath
-from controller.db import SB_SCHEMA
+from controller.ovsdb import idl_fastpath
+from controller.ovsdb.connections import SB_SCHEMA
 
 _ORIG = idl_fastpath._ORIGINAL
 

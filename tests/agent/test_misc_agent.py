@@ -1,8 +1,8 @@
-from controller.features import Features, from_capabilities
-from controller.indexes import SbIndexes
-from controller.local_data import LocalDatapath
-from controller.patch import StartupDelay, plan_patch_ports
-from controller.unixctl import COMMANDS, CommandError, version_reply
+from controller.binding.local_data import LocalDatapath
+from controller.chassis.features import Features, from_capabilities
+from controller.chassis.patch import StartupDelay, plan_patch_ports
+from controller.diag.unixctl import COMMANDS, CommandError, version_reply
+from controller.ovsdb.indexes import SbIndexes
 from tests.agent.fakes import FakeRow, dp, pb
 
 
@@ -58,14 +58,14 @@ def test_startup_delay():
 
 class FakeAgent:
     def __init__(self):
-        from controller.engine import Engine, Node
+        from controller.engine.core import Engine, Node
         self.engine = Engine(Node("root", lambda n: True))
         self.paused = False
         self.exit = None
         self.recomputed = False
-        from controller.coverage import Coverage
-        from controller.loop_stats import LoopStats
-        from controller.stopwatch import Stopwatches
+        from controller.diag.coverage import Coverage
+        from controller.diag.loop_stats import LoopStats
+        from controller.diag.stopwatch import Stopwatches
         self.loop_stats = LoopStats()
         self.stopwatches = Stopwatches(("flow-generation",))
         self.coverage = Coverage(("lflow_run",))
@@ -117,7 +117,7 @@ def test_unixctl_command_functions():
 
 
 def test_bfd_chassis_and_config():
-    from controller.bfd import bfd_chassis, bfd_config
+    from controller.chassis.bfd import bfd_chassis, bfd_config
     me, hv2, hv3, ref = (FakeRow(name=n, other_config={}) for n in ("hv1", "hv2", "hv3", "c1"))
     remote = FakeRow(name="r1", other_config={"is-remote": "true"})
 
@@ -134,7 +134,7 @@ def test_bfd_chassis_and_config():
 
 
 def test_patches_skip_port_scan_while_no_mapping_names_a_bridge():
-    from controller.patch import Patches
+    from controller.chassis.patch import Patches
 
     d = dp(1)
     ln = pb("ln", d, 1, type="localnet", options={"network_name": "phys"})

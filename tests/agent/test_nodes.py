@@ -4,18 +4,18 @@ en_ovs_interface_shadow) and the activated_ports leaf."""
 
 from types import SimpleNamespace
 
-from controller.engine import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
-from controller.engine_nodes import AgentState
-from controller.if_status import IfStatusMgr
-from controller.local_data import TrackedType
+from controller.binding.if_status import IfStatusMgr
+from controller.binding.local_data import TrackedType
+from controller.engine.agent_nodes import AgentState
+from controller.engine.core import HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED
+from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS
 from controller.nodes.dhcp_options import DhcpOptionsNode
 from controller.nodes.lb_data import LbDataNode
 from controller.nodes.non_vif_data import NonVifDataNode, scan_br_int
 from controller.nodes.northd_options import NorthdOptionsNode
 from controller.nodes.ovs_interface_shadow import OvsInterfaceShadowNode
 from controller.nodes.template_vars import TemplateVarsNode
-from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
 from ofctrl.seqno import SeqnoTracker
 from physical import TunnelType
 from tests.agent.fakes import FakeRow
@@ -180,7 +180,7 @@ def _drain(out):
 
 def test_lflow_output_template_change_reprocesses_only_its_users():
     from controller.lflow.compile import CompiledLflow, LflowRefs
-    from controller.lflow_output import LflowOutput
+    from controller.nodes.logical_flow_output import LflowOutput
     from controller.nodes.non_vif_data import NonVifData
     from ofctrl.flow import Flow
 

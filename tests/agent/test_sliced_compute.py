@@ -12,13 +12,17 @@ from typing import Any
 
 import pytest
 
-from controller.engine import Engine, Node
+from controller.engine.core import Engine, Node
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.compile import LflowCompiler
-from controller.lflow.snapshot import (SbSnapshot, context_from_snapshot, local_datapath_keys,
-                                       read_text)
-from controller.lflow_output import LflowOutput
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
+from controller.lflow.snapshot import (
+    SbSnapshot,
+    context_from_snapshot,
+    local_datapath_keys,
+    read_text,
+)
+from controller.nodes.logical_flow_output import LflowOutput
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
 from ofctrl.desired import RANK_CONJ
 from ofctrl.groups import GroupTable
 from ofctrl.meters import MeterTable
@@ -150,7 +154,7 @@ def test_rows_changed_during_a_sliced_compute_end_up_as_a_fresh_compute(sb: SbSn
 
 
 def test_big_sb_update_is_split_with_logical_flows_last() -> None:
-    from controller.db import _split_update
+    from controller.ovsdb.connections import _split_update
 
     lflows: dict[str, Any] = {f"lf{i}": {"insert": {"match": "1"}} for i in range(25)}
     lflows["gone"] = {"delete": None}

@@ -1,7 +1,7 @@
-from controller.coverage import Coverage
-from controller.loop_stats import LoopStats
+from controller.diag.coverage import Coverage
+from controller.diag.loop_stats import LoopStats
+from controller.diag.stopwatch import Stopwatch, Stopwatches
 from controller.nb_cfg import NbCfg
-from controller.stopwatch import Stopwatch, Stopwatches
 from ofctrl.seqno import SeqnoTracker
 from tests.agent.fakes import FakeRow
 

@@ -1,9 +1,9 @@
 import uuid
 
-from controller.db import sb_monitor_conditions
-from controller.indexes import SbIndexes
 from controller.knobs import Knobs, chassis_name, get_knob
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
+from controller.ovsdb.connections import sb_monitor_conditions
+from controller.ovsdb.indexes import SbIndexes
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker
 from tests.agent.fakes import FakeRow, dp, pb
 
 

@@ -115,13 +115,13 @@ def test_lines(text: str) -> list[str]:
 
 
 def addr_sets() -> dict[str, Any]:
-    from controller.lflow.expr_nodes import const_set_from_integers
+    from controller.lflow.expr.nodes import const_set_from_integers
 
     return {name: const_set_from_integers(vals) for name, vals in ADDR_SET_VALUES.items()}
 
 
 def port_groups() -> dict[str, Any]:
-    from controller.lflow.expr_nodes import const_set_from_strings
+    from controller.lflow.expr.nodes import const_set_from_strings
 
     return {name: const_set_from_strings(vals) for name, vals in PORT_GROUP_VALUES.items()}
 
@@ -129,12 +129,12 @@ def port_groups() -> dict[str, Any]:
 def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
     """test_parse_expr__(steps): 0 parse, 1 +annotate, 2 +simplify/evaluate
     conditions, 3 +normalize.  Returns (expr, error)."""
-    from controller.lflow import expr_parse
+    from controller.lflow.expr import parse as expr_parse
 
     e, err = expr_parse.parse_expr_string(text, symtab(), addr_sets(), port_groups(), DP_ID)
     if err is not None or steps == 0 or e is None:
         return e, err
-    import controller.lflow.expr_annotate as expr_annotate
+    import controller.lflow.expr.annotate as expr_annotate
 
     try:
         e = expr_annotate.annotate(e, symtab())
@@ -144,7 +144,7 @@ def run_expr_steps(text: str, steps: int) -> tuple[Any, str | None]:
         e = expr_annotate.simplify(e)
         e = expr_annotate.evaluate_condition(e, is_chassis_resident)
     if steps > 2:
-        import controller.lflow.expr_normalize as expr_normalize
+        import controller.lflow.expr.normalize as expr_normalize
 
         e = expr_normalize.normalize(e)
         assert expr_normalize.is_normalized(e)

@@ -27,10 +27,24 @@ from typing import Any, Iterator
 
 import pytest
 
-from controller.lflow import expr_annotate, expr_matches, expr_normalize, expr_parse
-from controller.lflow.expr_nodes import (
-    E_AND, E_OR, R_EQ, R_NE, RELOP_TEXT, Expr, clone, expr_format,
-    honors_invariants, make_andor, make_bool, make_cmp_node, make_string_cmp,
+from controller.lflow.expr import annotate as expr_annotate
+from controller.lflow.expr import matches as expr_matches
+from controller.lflow.expr import normalize as expr_normalize
+from controller.lflow.expr import parse as expr_parse
+from controller.lflow.expr.nodes import (
+    E_AND,
+    E_OR,
+    R_EQ,
+    R_NE,
+    RELOP_TEXT,
+    Expr,
+    clone,
+    expr_format,
+    honors_invariants,
+    make_andor,
+    make_bool,
+    make_cmp_node,
+    make_string_cmp,
 )
 from controller.lflow.symtab import Symbol, Symtab
 from tests.conformance.harness import vector_params

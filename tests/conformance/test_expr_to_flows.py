@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.lflow import expr_matches
+from controller.lflow.expr import matches as expr_matches
 from tests.conformance.harness import lookup_port, run_expr_steps, vector_params
 
 

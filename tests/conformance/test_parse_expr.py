@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.lflow.expr_nodes import expr_format
+from controller.lflow.expr.nodes import expr_format
 from tests.conformance.harness import run_expr_steps, vector_params
 
 

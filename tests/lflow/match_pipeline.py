@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, MutableSet
 
-from controller.lflow.expr import (E_AND, ConstantSet, Expr, ExprMatch, annotate, combine,
-                                   evaluate_condition, normalize, parse_expr, simplify,
-                                   to_matches)
+from controller.lflow.expr.api import (
+    E_AND,
+    ConstantSet,
+    Expr,
+    ExprMatch,
+    annotate,
+    combine,
+    evaluate_condition,
+    normalize,
+    parse_expr,
+    simplify,
+    to_matches,
+)
 from controller.lflow.lexer import parse_template_string
 from controller.lflow.symtab import Symbol
 

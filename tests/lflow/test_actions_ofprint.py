@@ -30,7 +30,7 @@ def _prereq_match(prereqs: str | None) -> object | None:
 
     if prereqs is None:
         return Match()
-    from controller.lflow.expr_matches import to_matches
+    from controller.lflow.expr.matches import to_matches
 
     e, err = harness.run_expr_steps(prereqs, 3)
     assert err is None, err
@@ -40,8 +40,14 @@ def _prereq_match(prereqs: str | None) -> object | None:
 
 def _encoded_vectors() -> list[tuple[str, object, list[object]]]:
     from controller.lflow.actions import (
-        ActionError, EncodeParams, ExtendTable, OvsFeatures, ParseParams,
-        encode_ovnacts, parse_actions)
+        ActionError,
+        EncodeParams,
+        ExtendTable,
+        OvsFeatures,
+        ParseParams,
+        encode_ovnacts,
+        parse_actions,
+    )
     from controller.lflow.actions.dhcp_opts import DHCPV4_TEST_OPTIONS, DHCPV6_TEST_OPTIONS
 
     pp = ParseParams(symtab=harness.symtab(), dhcp_opts=DHCPV4_TEST_OPTIONS,

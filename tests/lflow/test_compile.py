@@ -16,9 +16,14 @@ import pytest
 from controller.lflow.actions import ExtendTable, OvsFeatures
 from controller.lflow.cache import T_EXPR, T_MATCHES, LflowCache, LflowCacheConfig
 from controller.lflow.compile import (
-    CompileContext, CompiledLflow, DatapathInfo, LflowCompiler, LflowError)
+    CompileContext,
+    CompiledLflow,
+    DatapathInfo,
+    LflowCompiler,
+    LflowError,
+)
 from controller.lflow.conj_ids import ConjIds
-from controller.lflow.expr_nodes import const_set_from_integers, const_set_from_strings
+from controller.lflow.expr.nodes import const_set_from_integers, const_set_from_strings
 from ofctrl.desired import DesiredFlowTable
 
 LS1 = SimpleNamespace(uuid=uuid.UUID(int=0x11), tunnel_key=1,

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.lflow import expr
-from controller.lflow.expr_matches import ExprMatch, match_matches
+from controller.lflow.expr import api as expr
+from controller.lflow.expr.matches import ExprMatch, match_matches
 from controller.lflow.symtab import ovn_symtab
 from tests.lflow.match_pipeline import compile_match
 

@@ -3,7 +3,7 @@ tests/conformance so that directory holds exactly one case per vector)."""
 
 from __future__ import annotations
 
-from controller.lflow import expr_matches
+from controller.lflow.expr import matches as expr_matches
 from tests.conformance.harness import lookup_port, run_expr_steps
 from tests.lflow.match_pipeline import compile_match
 
@@ -32,9 +32,9 @@ def test_rich_reference_flows() -> None:
     import collections
     import re
 
-    from controller.lflow import expr
     from controller.lflow.actions import P_EGRESS, P_INGRESS, ParseParams, parse_actions
     from controller.lflow.conj_ids import ConjIds
+    from controller.lflow.expr import api as expr
     from controller.lflow.symtab import ovn_symtab
     from tests.conformance.harness import load_reference_flows, load_sb_snapshot, sb_atoms
 
@@ -116,8 +116,8 @@ def test_rich_reference_flows() -> None:
 
 
 def test_parse_microflow() -> None:
-    from controller.lflow.expr_microflow import find_inport, parse_microflow
-    from controller.lflow.expr_parse import parse_expr
+    from controller.lflow.expr.microflow import find_inport, parse_microflow
+    from controller.lflow.expr.parse import parse_expr
     from tests.conformance.harness import symtab
 
     st = symtab()
@@ -145,8 +145,10 @@ def test_parse_microflow() -> None:
 
 
 def test_address_set_diff() -> None:
-    from controller.lflow.expr_nodes import (
-        const_set_from_integers, const_set_integers_diff, constant_set_format,
+    from controller.lflow.expr.nodes import (
+        const_set_from_integers,
+        const_set_integers_diff,
+        constant_set_format,
     )
 
     old = const_set_from_integers(["10.0.0.3", "10.0.0.1", "10.0.0.0/24", "bogus"])

@@ -9,10 +9,14 @@ from tests.lflow.match_pipeline import compile_match
 
 def test_parse_field_and_helpers() -> None:
     from controller.lflow import lexer as lx
-    from controller.lflow.expr_annotate import parse_field_with_prereqs
-    from controller.lflow.expr_nodes import expr_format as fmt
-    from controller.lflow.expr_parse import (
-        format_field, parse_constant, parse_constant_set, parse_field, resolve_field,
+    from controller.lflow.expr.annotate import parse_field_with_prereqs
+    from controller.lflow.expr.nodes import expr_format as fmt
+    from controller.lflow.expr.parse import (
+        format_field,
+        parse_constant,
+        parse_constant_set,
+        parse_field,
+        resolve_field,
         type_check,
     )
     from controller.lflow.symtab import WR_CT_COMMIT, WR_DEFAULT, ovn_symtab

@@ -442,7 +442,7 @@ def test_write_status_only_changes_differing_rows() -> None:
 
 # ---------------------------------------------------------------- agent wiring
 def test_agent_runs_sessions_and_writes_status() -> None:
-    from controller.coverage import Coverage
+    from controller.diag.coverage import Coverage
     from controller.pinctrl.agent import Pinctrl
     from tests.pinctrl.test_core_agent import FakeService, Poller, fake_sb
 

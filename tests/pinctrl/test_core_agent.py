@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from controller.coverage import Coverage
+from controller.diag.coverage import Coverage
+from controller.ovsdb.tracking import ChangeTracker
 from controller.pinctrl.agent import Pinctrl
 from controller.pinctrl.outcome import ActivationIntent, MacBindingIntent
-from controller.tracking import ChangeTracker
 
 
 class FakeService:

@@ -6,14 +6,24 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from controller.coverage import Coverage
+from controller.diag.coverage import Coverage
+from controller.ovsdb.tracking import ChangeTracker
 from controller.pinctrl.buffered import BufferedPackets, buffer_intent
 from controller.pinctrl.outcome import (
-    ActivationIntent, BufferIntent, EventIntent, FdbIntent, MacBindingIntent, VportIntent)
+    ActivationIntent,
+    BufferIntent,
+    EventIntent,
+    FdbIntent,
+    MacBindingIntent,
+    VportIntent,
+)
 from controller.pinctrl.packet_in import decode_packet_in2, encode_packet_in2
 from controller.pinctrl.sb_writes import (
-    MAX_WRITES_PER_TXN, PendingWork, SbWriter, SnapshotPublisher)
-from controller.tracking import ChangeTracker
+    MAX_WRITES_PER_TXN,
+    PendingWork,
+    SbWriter,
+    SnapshotPublisher,
+)
 from ofctrl import messages as m
 from ofctrl.match import Match
 from ofctrl.ofpacts import decode_actions, format_actions

@@ -9,7 +9,7 @@ import time
 
 import ovs.poller
 
-from controller.coverage import Coverage
+from controller.diag.coverage import Coverage
 from controller.lflow.actions import base as ab
 from controller.pinctrl import registry
 from controller.pinctrl.buffered import BufferedPackets

@@ -231,8 +231,8 @@ def test_fuzz_record_values_never_raise(text: str) -> None:
 def test_cache_from_sb_rows_reaches_the_published_snapshot() -> None:
     from types import SimpleNamespace
 
+    from controller.ovsdb.tracking import ChangeTracker
     from controller.pinctrl.sb_writes import SnapshotPublisher
-    from controller.tracking import ChangeTracker
 
     dp = SimpleNamespace(tunnel_key=DP)
     rows = [SimpleNamespace(external_ids={"dns_id": "x"}, records={"a.org": "1.2.3.4"},

@@ -8,10 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.indexes import SbIndexes
-from controller.local_data import LocalDatapath, add_local_datapath
-from controller.pinctrl.garp import (GarpEntry, PeerPort, extract_addresses,
-                                     extract_addresses_with_port, garp_inputs)
+from controller.binding.local_data import LocalDatapath, add_local_datapath
+from controller.ovsdb.indexes import SbIndexes
+from controller.pinctrl.garp import (
+    GarpEntry,
+    PeerPort,
+    extract_addresses,
+    extract_addresses_with_port,
+    garp_inputs,
+)
 from tests.agent.fakes import FakeRow, dp, pb
 
 R = 'is_chassis_resident("%s")'

@@ -6,8 +6,8 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from controller.coverage import Coverage
-from controller.db import ChangeTracker
+from controller.diag.coverage import Coverage
+from controller.ovsdb.connections import ChangeTracker
 from controller.pinctrl.agent import Pinctrl
 from integration.mcast_frames import IGMPV2_REPORT, igmp_v2_frame
 from tests.pinctrl.test_core_agent import FakeService

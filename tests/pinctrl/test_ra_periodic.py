@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from controller.pinctrl.frames import csum
-from controller.pinctrl.ra import (RaInputs, RaSender, extract_ip_addresses, ra_config,
-                                   ra_inputs)
+from controller.pinctrl.ra import RaInputs, RaSender, extract_ip_addresses, ra_config, ra_inputs
 
 HAVE_OFCTL = shutil.which("ovs-ofctl") is not None
 SRC_MAC = "000000000001"
@@ -297,7 +296,7 @@ def test_send_times_stay_within_min_max() -> None:
 
 # ------------------------------------------------------------------ the facade
 def test_facade_plans_once_a_chassis_exists_and_on_port_binding_changes() -> None:
-    from controller.coverage import Coverage
+    from controller.diag.coverage import Coverage
     from controller.pinctrl.agent import Pinctrl
     from tests.pinctrl.test_core_agent import FakeService, fake_sb
 

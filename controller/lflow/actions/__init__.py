@@ -5,7 +5,7 @@ Public API
 ``parse_actions(text, pp: ParseParams) -> ParsedActions | ActionError``
     Parses the ``actions`` column of a Logical_Flow.  On success the result
     has ``actions`` (list of ``OvnAction``) and ``prereqs`` (an expression
-    node of ``controller.lflow.expr_nodes`` to AND into the flow's match, or
+    node of ``controller.lflow.expr.nodes`` to AND into the flow's match, or
     None); ``prereqs_text()`` formats it as OVN ``expr_format()`` does.  On
     failure an ``ActionError`` (a ``str``) carries OVN's exact message.
     ``ParseParams(symtab, dhcp_opts, dhcpv6_opts, nd_ra_opts,
@@ -50,8 +50,16 @@ from typing import Any
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions.base import (
-    P_EGRESS, P_INGRESS, ActionError, EncodeParams, OvnAction, OvsFeatures,
-    ParseParams, encode_ovnacts, format_ovnacts)
+    P_EGRESS,
+    P_INGRESS,
+    ActionError,
+    EncodeParams,
+    OvnAction,
+    OvsFeatures,
+    ParseParams,
+    encode_ovnacts,
+    format_ovnacts,
+)
 from controller.lflow.actions.exprglue import format_expr
 from controller.lflow.actions.parser import parse_with_lexer
 from ofctrl.groups import EXT_TABLE_ID_INVALID, ExtendTable, GroupTable

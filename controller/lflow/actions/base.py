@@ -9,7 +9,7 @@ Every logical action is a small ``__slots__`` dataclass deriving from
 state lives in ``ActionContext`` (lexer, parse params, accumulated
 prerequisites, nesting depth, write scope); the lexer's sticky first-error
 rule gives exactly OVN's error messages.  Expressions (field references,
-constants, prerequisite expressions) come from ``controller.lflow.expr`` /
+constants, prerequisite expressions) come from ``controller.lflow.expr.api`` /
 ``symtab``; only the thin glue needed here is in this module.
 """
 
@@ -21,21 +21,52 @@ from uuid import UUID
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions import ofb
-from controller.lflow.symtab import WR_CT_COMMIT, WR_DEFAULT  # noqa: F401  (re-exported)
 from controller.lflow.actions.dhcp_opts import (
-    CONTROLLER_EVENT_OPTIONS, DHCPV4_OPTIONS, DHCPV6_OPTIONS, ND_RA_OPTIONS,
-    GenOption)
+    CONTROLLER_EVENT_OPTIONS,
+    DHCPV4_OPTIONS,
+    DHCPV6_OPTIONS,
+    ND_RA_OPTIONS,
+    GenOption,
+)
+from controller.lflow.symtab import WR_CT_COMMIT, WR_DEFAULT  # noqa: F401  (re-exported)
 from ofctrl.groups import ExtendTable, GroupTable
 from ofctrl.meters import MeterTable
 from physical import constants as C
 from physical.constants import (  # noqa: F401  (re-exported: the action modules use them)
-    MLF_CHECK_PORT_SEC_BIT, MLF_LOOKUP_COMMIT_ECMP_NH_BIT, MLF_LOOKUP_FDB_BIT,
-    MLF_LOOKUP_LB_HAIRPIN_BIT, MLF_LOOKUP_MAC_BIT, MLF_USE_LB_AFF_SESSION_BIT,
-    OP_ACTIVATION_STRATEGY_RARP, OP_ARP, OP_BFD_MSG, OP_BIND_VPORT, OP_DHCP6_SERVER, OP_DNS_LOOKUP, OP_EVENT,
-    OP_HANDLE_SVC_CHECK, OP_ICMP, OP_ICMP4_ERROR, OP_ICMP6_ERROR, OP_IGMP, OP_LOG, OP_ND_NA,
-    OP_ND_NA_ROUTER, OP_ND_NS, OP_PUT_ARP, OP_PUT_DHCP_OPTS, OP_PUT_DHCPV6_OPTS, OP_PUT_FDB,
-    OP_PUT_ICMP4_FRAG_MTU, OP_PUT_ICMP6_FRAG_MTU, OP_PUT_ND, OP_PUT_ND_RA_OPTS, OP_REJECT,
-    OP_SCTP_ABORT, OP_TCP_RESET)
+    MLF_CHECK_PORT_SEC_BIT,
+    MLF_LOOKUP_COMMIT_ECMP_NH_BIT,
+    MLF_LOOKUP_FDB_BIT,
+    MLF_LOOKUP_LB_HAIRPIN_BIT,
+    MLF_LOOKUP_MAC_BIT,
+    MLF_USE_LB_AFF_SESSION_BIT,
+    OP_ACTIVATION_STRATEGY_RARP,
+    OP_ARP,
+    OP_BFD_MSG,
+    OP_BIND_VPORT,
+    OP_DHCP6_SERVER,
+    OP_DNS_LOOKUP,
+    OP_EVENT,
+    OP_HANDLE_SVC_CHECK,
+    OP_ICMP,
+    OP_ICMP4_ERROR,
+    OP_ICMP6_ERROR,
+    OP_IGMP,
+    OP_LOG,
+    OP_ND_NA,
+    OP_ND_NA_ROUTER,
+    OP_ND_NS,
+    OP_PUT_ARP,
+    OP_PUT_DHCP_OPTS,
+    OP_PUT_DHCPV6_OPTS,
+    OP_PUT_FDB,
+    OP_PUT_ICMP4_FRAG_MTU,
+    OP_PUT_ICMP6_FRAG_MTU,
+    OP_PUT_ND,
+    OP_PUT_ND_RA_OPTS,
+    OP_REJECT,
+    OP_SCTP_ABORT,
+    OP_TCP_RESET,
+)
 
 # ---------------------------------------------------------------------------
 # Fixed numbers: tables, logical registers, flag bits and controller opcodes

@@ -15,9 +15,9 @@ from typing import Any
 
 from controller.lflow import lexer as lx
 from controller.lflow.actions.base import FieldRef
-from controller.lflow.expr_annotate import parse_field_with_prereqs
-from controller.lflow.expr_nodes import E_AND, clone, combine, expr_format
-from controller.lflow.expr_parse import parse_expr_string
+from controller.lflow.expr.annotate import parse_field_with_prereqs
+from controller.lflow.expr.nodes import E_AND, clone, combine, expr_format
+from controller.lflow.expr.parse import parse_expr_string
 
 
 def field_parse(lexer: lx.Lexer, symtab: Any) -> tuple[FieldRef | None, list[Any]]:

@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 import structlog
 
-from controller.indexes import SbIndexes, ref_uuid
+from controller.ovsdb.indexes import SbIndexes, ref_uuid
 from controller.vlog import RateLimiter
 from physical.inputs import opt_first  # noqa: F401  (re-exported: the one helper)
 from physical.lport import ha_group_is_active  # noqa: F401  (re-exported)

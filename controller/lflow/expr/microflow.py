@@ -17,13 +17,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from controller.lflow import lexer as lx
-from controller.lflow.expr_annotate import annotate, evaluate_condition, simplify
-from controller.lflow.expr_matches import PartialMatch, constrain_match, finish_match
-from controller.lflow.expr_nodes import (
-    E_AND, E_BOOL, E_CMP, E_OR, R_EQ, ConstantSet, Expr, expr_format,
+from controller.lflow.expr.annotate import annotate, evaluate_condition, simplify
+from controller.lflow.expr.matches import PartialMatch, constrain_match, finish_match
+from controller.lflow.expr.nodes import (
+    E_AND,
+    E_BOOL,
+    E_CMP,
+    E_OR,
+    R_EQ,
+    ConstantSet,
+    Expr,
+    expr_format,
 )
-from controller.lflow.expr_normalize import normalize
-from controller.lflow.expr_parse import ExprError, expr_parse
+from controller.lflow.expr.normalize import normalize
+from controller.lflow.expr.parse import ExprError, expr_parse
 from controller.lflow.symtab import Symbol
 from ofctrl.match import Match
 

@@ -4,7 +4,7 @@ rows compiled to OpenFlow.
 Design note
 -----------
 :class:`LflowOutput` implements the ``logical_flow_output`` node
-(``controller.engine.EngineNode``) on top of
+(``controller.engine.core.EngineNode``) on top of
 ``controller.lflow.compile.LflowCompiler``.  Its data owns the desired
 logical-flow table (``flow_table``); every flow is owned by its lflow UUID.
 :func:`compile_context` builds the compiler's inputs from the SB IDL, the
@@ -58,7 +58,7 @@ Measured, seed-500 cold start (restart mode of ``benchmarks/seed.py``, one
 back-to-back rep each, on a machine shared with other jobs, so wall times
 are noisy).  Before: the compute was one iteration; longest loop 9.9 s vs
 1.6 s for C (6.1x), time to flows 1.30x C, agent CPU 1.21x, peak RSS
-1.44x.  After (with SB update slices, ``controller/db.py``, and the install
+1.44x.  After (with SB update slices, ``controller/ovsdb/connections.py``, and the install
 streamed into its bundle, ``OfctrlSession.put_partial``), load 4-14: longest
 loop 1.04 s vs 2.1 s for C (0.49x), time to flows 0.88x, agent CPU 1.02x,
 peak RSS 1.37x; 140 iterations, mean 0.12 s CPU each.  The longest in CPU:
@@ -75,20 +75,33 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, cast
 
 import structlog
 
-from controller.coverage import COVERAGE
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node, State)
-from controller.engine_nodes import AgentState, sb_chassis_handler
-from controller.vlog import RateLimiter
-from controller.local_data import TrackedType, opt_first
+from controller.binding.local_data import TrackedType, opt_first
+from controller.diag.coverage import COVERAGE
+from controller.engine.agent_nodes import AgentState, sb_chassis_handler
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+    State,
+)
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.cache import LflowCache, LflowCacheConfig
-from controller.lflow.compile import (CompileContext, CompiledLflow, LflowCompiler, LflowError,
-                                     RefIndex, mcgroup_ref)
+from controller.lflow.compile import (
+    CompileContext,
+    CompiledLflow,
+    LflowCompiler,
+    LflowError,
+    RefIndex,
+    mcgroup_ref,
+)
 from controller.lflow.conj_ids import ConjIds
 from controller.nodes.dhcp_options import DhcpOptions
 from controller.nodes.non_vif_data import NonVifData
-from controller.tracking import TableChanges
+from controller.ovsdb.tracking import TableChanges
+from controller.vlog import RateLimiter
 from ofctrl.desired import DesiredFlowTable
 
 log = structlog.get_logger("lflow")

@@ -4,7 +4,7 @@ Design note
 -----------
 Each database is one :class:`IdlLoop`: an ``ovs.db.idl.Idl`` subclass
 (:class:`TrackedIdl`) whose ``notify()`` feeds a
-:class:`controller.tracking.ChangeTracker`, plus the transaction discipline
+:class:`controller.ovsdb.tracking.ChangeTracker`, plus the transaction discipline
 of the C ``ovsdb_idl_loop``: at most one transaction in flight; a new one is
 opened at the start of an iteration only when the previous one finished, and
 committed at the end of the iteration.  The outcome of the last commit is
@@ -65,9 +65,15 @@ import ovs.poller
 import ovs.stream
 import structlog
 
-from controller.coverage import COVERAGE, count_txn_status
+from controller.diag.coverage import COVERAGE, count_txn_status
+from controller.ovsdb.tracking import (
+    ROW_CREATE,
+    ROW_DELETE,
+    ROW_UPDATE,
+    ChangeTracker,
+    TableChanges,
+)
 from controller.vlog import RateLimiter
-from controller.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, ChangeTracker, TableChanges
 
 log = structlog.get_logger("ovsdb_idl")
 _rl_txn = RateLimiter(per_minute=1, burst=5)     # as the C IDL's other_rl
@@ -94,7 +100,7 @@ OVS_COLUMNS: dict[str, list[str]] = {
     "Flow_Sample_Collector_Set": ["id", "bridge", "ipfix", "external_ids"],
     # Only for the engine's OVS_qos node (a change recomputes runtime_data, as C).
     "QoS": ["type"],
-    # PKI for ssl: remotes (controller.stream_ssl)
+    # PKI for ssl: remotes (controller.ovsdb.stream_ssl)
     "SSL": ["private_key", "certificate", "ca_cert", "bootstrap_ca_cert"],
 }
 
@@ -594,7 +600,7 @@ def default_ovs_remote() -> str:
 def open_ovs(remote: str | None = None) -> IdlLoop:
     loop = IdlLoop("OVS", remote or default_ovs_remote(), ovs_schema_helper(),
                    probe_interval=0, leader_only=False)
-    from controller import stream_ssl
+    from controller.ovsdb import stream_ssl
     stream_ssl.use_ovs_ssl_table(lambda: loop.first("SSL") if loop.has_table("SSL") else None)
     return loop
 

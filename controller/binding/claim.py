@@ -10,7 +10,7 @@ bound here, local datapaths (with patch/l3gateway peers), related lports
 * :func:`binding_run` is the full recompute: build bindings from br-int, then
   consider every Port_Binding once (the SB table is conditionally monitored,
   so this is the local neighbourhood, not the whole cloud).
-* ``controller.binding_incremental``'s ``handle_ovs_interface_changes`` and
+* ``controller.binding.incremental``'s ``handle_ovs_interface_changes`` and
   ``handle_port_binding_changes`` re-consider only the lports touched by
   tracked OVS Interface / SB Port_Binding changes; they return False when a
   change needs a full recompute (type change, topology change on a local
@@ -31,12 +31,21 @@ from typing import Any, Iterable, Mapping
 
 import structlog
 
-from controller.if_status import IfStatusMgr
-from controller.indexes import SbIndexes
+from controller.binding.if_status import IfStatusMgr
+from controller.binding.local_data import (
+    LocalDatapath,
+    LportType,
+    TrackedDatapaths,
+    TrackedType,
+    add_local_datapath,
+    ha_group_contains,
+    ha_group_is_active,
+    lport_type,
+    opt_first,
+    related_id,
+)
+from controller.ovsdb.indexes import SbIndexes
 from controller.vlog import RateLimiter
-from controller.local_data import (LocalDatapath, LportType, TrackedDatapaths, TrackedType,
-                                   add_local_datapath, ha_group_contains, ha_group_is_active,
-                                   lport_type, opt_first, related_id)
 from physical.lport import CanBind, can_bind_here  # noqa: F401  (CanBind re-exported)
 
 log = structlog.get_logger("binding")

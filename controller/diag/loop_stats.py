@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from controller.coverage import COVERAGE
+from controller.diag.coverage import COVERAGE
 
 log = structlog.get_logger("timeval")
 

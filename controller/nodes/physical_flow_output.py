@@ -4,7 +4,7 @@ flows from ``physical/``.
 Design note
 -----------
 :class:`PflowOutput` implements the ``physical_flow_output`` node
-(``controller.engine.EngineNode``).  Its data owns the desired physical flow
+(``controller.engine.core.EngineNode``).  Its data owns the desired physical flow
 table (``flow_table``) handed to ofctrl; every flow is owned by the SB row
 it was built from (port binding, multicast group, MAC binding, ...) or by
 nobody (generic flows).  :func:`physical_context` translates the agent's
@@ -24,16 +24,23 @@ from typing import Any, Callable, Iterator, Mapping
 import structlog
 
 import physical
-from controller.binding import TUNNEL_TYPES, iface_ofport
-from controller.coverage import COVERAGE
-from controller.engine import (HANDLED_UNCHANGED, HANDLED_UPDATED, UNHANDLED, Handled,
-                               HandlerFn, Node)
-from controller.engine_nodes import AgentState, sb_chassis_handler
-from controller.local_data import TrackedType, opt_first
+from controller.binding.claim import TUNNEL_TYPES, iface_ofport
+from controller.binding.local_data import TrackedType, opt_first
+from controller.diag.coverage import COVERAGE
+from controller.engine.agent_nodes import AgentState, sb_chassis_handler
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    HANDLED_UPDATED,
+    UNHANDLED,
+    Handled,
+    HandlerFn,
+    Node,
+)
 from controller.nodes.lb_data import LbData
 from controller.nodes.non_vif_data import NonVifData
-from controller.tracking import TableChanges
+from controller.ovsdb.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
+
 
 def _load_all(table: DesiredFlowTable, built: list[physical.OwnedFlows]) -> None:
     """Load ``physical.build_all`` output (one ``OwnedFlows`` per builder call)."""

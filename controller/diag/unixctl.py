@@ -20,7 +20,7 @@ import ovs.unixctl
 import ovs.unixctl.server
 
 from controller import version, vlog
-from controller.coverage import COVERAGE
+from controller.diag.coverage import COVERAGE
 from controller.version import OVN_VERSION
 
 

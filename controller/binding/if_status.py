@@ -16,7 +16,7 @@ One :class:`Iface` per claimed VIF, keyed by iface-id, moves through::
 requests an ofctrl seqno for newly claimed interfaces); :meth:`run` runs
 after the acked seqnos were collected and writes ``ovn-installed`` /
 ``up``.  The manager talks to the bindings through the small
-:class:`BindingView` protocol implemented by ``controller.binding``.
+:class:`BindingView` protocol implemented by ``controller.binding.claim``.
 """
 
 from __future__ import annotations

@@ -29,13 +29,31 @@ from collections.abc import Mapping, MutableMapping, MutableSet
 from typing import NamedTuple
 
 from controller.lflow import lexer as lx
-from controller.lflow.expr_nodes import (
-    C_INTEGER, C_STRING, E_AND, E_OR, R_EQ, R_LE, R_LT, R_GE, R_GT, R_NE,
-    RELOP_FROM_TOKEN, RELOP_TURN, Constant, ConstantSet, Expr, combine,
-    constant_width, expr_not, make_bool, make_cmp_node, make_cond,
+from controller.lflow.expr.nodes import (
+    C_INTEGER,
+    C_STRING,
+    E_AND,
+    E_OR,
+    R_EQ,
+    R_GE,
+    R_GT,
+    R_LE,
+    R_LT,
+    R_NE,
+    RELOP_FROM_TOKEN,
+    RELOP_TURN,
+    Constant,
+    ConstantSet,
+    Expr,
+    combine,
+    constant_width,
+    expr_not,
+    make_bool,
+    make_cmp_node,
+    make_cond,
     make_string_cmp,
 )
-from controller.lflow.symtab import LEVEL_NAMES, L_BOOLEAN, L_NOMINAL, Symbol
+from controller.lflow.symtab import L_BOOLEAN, L_NOMINAL, LEVEL_NAMES, Symbol
 
 MAX_PAREN_DEPTH = 100
 

@@ -26,8 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from controller.lflow.expr_nodes import (
-    E_AND, E_BOOL, E_CMP, E_OR, R_EQ, R_GE, R_GT, R_LE, R_LT, Expr,
+from controller.lflow.expr.nodes import (
+    E_AND,
+    E_BOOL,
+    E_CMP,
+    E_OR,
+    R_EQ,
+    R_GE,
+    R_GT,
+    R_LE,
+    R_LT,
+    Expr,
     get_unique_symbol,
 )
 from ofctrl.fields import field as of_field

@@ -24,8 +24,8 @@ from typing import Any, Iterable, Mapping
 
 import structlog
 
-from controller.indexes import SbIndexes
 from controller.knobs import get_knob, raw_value
+from controller.ovsdb.indexes import SbIndexes
 from controller.vlog import RateLimiter
 
 log = structlog.get_logger("chassis")

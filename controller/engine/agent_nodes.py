@@ -3,13 +3,13 @@ node implementations.
 
 Design note
 -----------
-:func:`agent_nodes` gives the implementations (``controller.engine.EngineNode``:
+:func:`agent_nodes` gives the implementations (``controller.engine.core.EngineNode``:
 ``data``, ``run``, ``handlers``, ``clear_tracked``) of the agent's own nodes
-declared in ``controller/engine_graph.py``: the state leaves (here:
+declared in ``controller/engine/graph.py``: the state leaves (here:
 ``ofctrl_is_connected``, ``sb_ro``, ``postponed_ports``, ``mff_ovn_geneve``,
 ``activated_ports``) and the computed nodes of ``controller.nodes`` (one
-module each; the flow outputs are ``controller.lflow_output`` and
-``controller.pflow_output``).  They read the
+module each; the flow outputs are ``controller.nodes.logical_flow_output`` and
+``controller.nodes.physical_flow_output``).  They read the
 per-iteration inputs from an :class:`AgentState` that the daemon refreshes
 before every engine run (rows read from the IDLs, transaction availability,
 ...); node data (runtime data, ct zones, the if-status manager) lives in the
@@ -20,13 +20,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from controller.bfd import active_tunnels
-from controller.binding import BindingCtx, Binder, RuntimeData
-from controller.ct_zones import CtZones
-from controller.engine import (HANDLED_UNCHANGED, UNHANDLED, EngineNode,
-                               Handled, HandlerFn, Node)
-from controller.if_status import IfStatusMgr
-from controller.indexes import SbIndexes
+from controller.binding.claim import Binder, BindingCtx, RuntimeData
+from controller.binding.ct_zones import CtZones
+from controller.binding.if_status import IfStatusMgr
+from controller.chassis.bfd import active_tunnels
+from controller.engine.core import (
+    HANDLED_UNCHANGED,
+    UNHANDLED,
+    EngineNode,
+    Handled,
+    HandlerFn,
+    Node,
+)
 from controller.nodes.addr_sets import AddrSetsNode, Tables
 from controller.nodes.ct_zones import CtZonesNode
 from controller.nodes.dhcp_options import DhcpOptionsNode
@@ -38,7 +43,8 @@ from controller.nodes.ovs_interface_shadow import OvsInterfaceShadowNode
 from controller.nodes.port_groups import PortGroupsNode
 from controller.nodes.runtime_data import RuntimeDataNode
 from controller.nodes.template_vars import TemplateVarsNode
-from controller.tracking import TableChanges
+from controller.ovsdb.indexes import SbIndexes
+from controller.ovsdb.tracking import TableChanges
 
 
 class AgentState:
@@ -145,7 +151,7 @@ def sb_chassis_handler(node: Node, inp: Node) -> Handled:
 
 def agent_nodes(st: AgentState, tables: Tables) -> dict[str, EngineNode]:
     """The agent's own nodes of the graph: state leaves and computed nodes
-    (the flow output nodes live in ``controller.lflow_output``/``pflow_output``);
+    (the flow output nodes live in ``controller.nodes.logical_flow_output``/``pflow_output``);
     `tables` gives an SB table's rows by UUID."""
     return {
         "ofctrl_is_connected": StateLeaf(st.run_ofctrl_is_connected),

@@ -19,25 +19,60 @@ expression tests.
 
 from __future__ import annotations
 
-
-from controller.lflow.expr_annotate import (
-    annotate, evaluate_condition, parse_field_with_prereqs, simplify,
+from controller.lflow.expr.annotate import (
+    annotate,
+    evaluate_condition,
+    parse_field_with_prereqs,
+    simplify,
 )
-from controller.lflow.expr_matches import (
-    ExprMatch, evaluate, format_matches, prepare, to_matches,
+from controller.lflow.expr.matches import (
+    ExprMatch,
+    evaluate,
+    format_matches,
+    prepare,
+    to_matches,
 )
-from controller.lflow.expr_nodes import (
-    C_INTEGER, C_STRING, E_AND, E_BOOL, E_CMP, E_COND, E_OR, R_EQ, R_GE, R_GT,
-    R_LE, R_LT, R_NE, Constant, ConstantSet, Expr, clone, combine,
-    const_set_from_integers, const_set_from_strings, const_set_integers_diff,
-    constant_format, constant_set_format, expr_format, expr_not,
+from controller.lflow.expr.microflow import find_inport, parse_microflow
+from controller.lflow.expr.nodes import (
+    C_INTEGER,
+    C_STRING,
+    E_AND,
+    E_BOOL,
+    E_CMP,
+    E_COND,
+    E_OR,
+    R_EQ,
+    R_GE,
+    R_GT,
+    R_LE,
+    R_LT,
+    R_NE,
+    Constant,
+    ConstantSet,
+    Expr,
+    clone,
+    combine,
+    const_set_from_integers,
+    const_set_from_strings,
+    const_set_integers_diff,
+    constant_format,
+    constant_set_format,
+    expr_format,
+    expr_not,
 )
-from controller.lflow.expr_microflow import find_inport, parse_microflow
-from controller.lflow.expr_normalize import is_normalized, normalize
-from controller.lflow.expr_parse import (
-    ExprError, ExprField, expr_parse, format_field, parse_constant,
-    parse_constant_set, parse_expr, parse_expr_string, parse_field,
-    resolve_field, type_check,
+from controller.lflow.expr.normalize import is_normalized, normalize
+from controller.lflow.expr.parse import (
+    ExprError,
+    ExprField,
+    expr_parse,
+    format_field,
+    parse_constant,
+    parse_constant_set,
+    parse_expr,
+    parse_expr_string,
+    parse_field,
+    resolve_field,
+    type_check,
 )
 
 __all__ = [

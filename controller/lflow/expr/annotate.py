@@ -24,13 +24,34 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from controller.lflow import lexer as lx
-from controller.lflow.expr_nodes import (
-    E_AND, E_BOOL, E_CMP, E_COND, E_OR, R_EQ, R_LE, R_LT, R_NE, R_GE, Expr,
-    bitwise_range, clone, combine, combine2, expr_not, fix, get_unique_symbol,
-    insert_sub, make_bool, make_cmp_node,
+from controller.lflow.expr.nodes import (
+    E_AND,
+    E_BOOL,
+    E_CMP,
+    E_COND,
+    E_OR,
+    R_EQ,
+    R_GE,
+    R_LE,
+    R_LT,
+    R_NE,
+    Expr,
+    bitwise_range,
+    clone,
+    combine,
+    combine2,
+    expr_not,
+    fix,
+    get_unique_symbol,
+    insert_sub,
+    make_bool,
+    make_cmp_node,
 )
-from controller.lflow.expr_parse import (
-    ExprError, ExprField, parse_expr_string, parse_field,
+from controller.lflow.expr.parse import (
+    ExprError,
+    ExprField,
+    parse_expr_string,
+    parse_field,
 )
 from controller.lflow.symtab import Symbol
 

@@ -10,11 +10,11 @@ recompute edge), or :data:`NOOP` (the change is covered by another input;
 documented per edge).  OVSDB table leaves (``OVS_<table>``/``SB_<table>``,
 UPDATED when a *tracked* column changed, see :data:`OVS_TRACKED_COLUMNS`)
 are built here; every other node is implemented by an object following
-``controller.engine.EngineNode`` (``data``, ``run``, ``handlers``,
+``controller.engine.core.EngineNode`` (``data``, ``run``, ``handlers``,
 ``clear_tracked``): the state leaves and agent nodes of
-``controller.engine_nodes``, the nodes of ``controller.nodes``,
-``logical_flow_output`` (``controller.lflow_output``),
-``physical_flow_output`` (``controller.pflow_output``) and the root
+``controller.engine.agent_nodes``, the nodes of ``controller.nodes``,
+``logical_flow_output`` (``controller.nodes.logical_flow_output``),
+``physical_flow_output`` (``controller.nodes.physical_flow_output``) and the root
 ``flow_output`` (here).  Node names and the order they sort in are the C
 agent's 44 nodes (:data:`C_NODE_ORDER`), which a test checks.
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from controller.engine import Engine, EngineNode, Handled, HandlerFn, Node, noop_handler
-from controller.tracking import ChangeTracker, TableChanges
+from controller.engine.core import Engine, EngineNode, Handled, HandlerFn, Node, noop_handler
+from controller.ovsdb.tracking import ChangeTracker, TableChanges
 
 OVS_TABLE_NODES = {"OVS_open_vswitch": "Open_vSwitch", "OVS_bridge": "Bridge",
                    "OVS_qos": "QoS", "OVS_port": "Port", "OVS_interface": "Interface",

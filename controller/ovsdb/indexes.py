@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any, Callable, Generic, Hashable, Iterable, Mapping, TypeVar
 
-from controller.tracking import ChangeTracker, TableChanges
+from controller.ovsdb.tracking import ChangeTracker, TableChanges
 
 K = TypeVar("K", bound=Hashable)
 

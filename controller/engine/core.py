@@ -18,7 +18,7 @@ root (inputs first, depth first, in insertion order) and on every iteration:
   then recompute.
 
 A node may leave work *pending* (a bounded, sliced full compute: see
-``controller.lflow_output``): its implementation then has ``pending()`` and
+``controller.nodes.logical_flow_output``): its implementation then has ``pending()`` and
 ``resume(node)``.  After the node's recompute, handlers or no-change visit,
 the engine calls ``resume`` (which does one time-bounded slice and returns
 True when the data changed); while work is pending the node is not
@@ -83,7 +83,7 @@ class EngineNode(Protocol):
 
     ``data`` is the node's data (what its dependants read); ``run`` recomputes
     it from scratch and returns True when it changed; ``handlers`` maps the
-    handler keys named in the graph (``controller/engine_graph.py``) to
+    handler keys named in the graph (``controller/engine/graph.py``) to
     change handlers ``(node, input_node) -> Handled``; ``clear_tracked``
     forgets the changes tracked in the last iteration.
     """

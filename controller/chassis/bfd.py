@@ -19,8 +19,8 @@ from typing import Any, Iterable
 
 import structlog
 
-from controller.encaps import CHASSIS_ID_KEY, parse_tunnel_id
-from controller.local_data import opt_first
+from controller.binding.local_data import opt_first
+from controller.chassis.encaps import CHASSIS_ID_KEY, parse_tunnel_id
 
 log = structlog.get_logger("bfd")
 

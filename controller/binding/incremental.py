@@ -2,7 +2,7 @@
 
 Design note
 -----------
-The full recompute lives in ``controller.binding`` (:func:`binding_run`).
+The full recompute lives in ``controller.binding.claim`` (:func:`binding_run`).
 Here, :func:`handle_ovs_interface_changes` diffs tracked OVS Interfaces
 against the iface-id shadow kept in the runtime data (the IDL only gives raw
 old datums) and :func:`handle_port_binding_changes` re-considers tracked SB
@@ -29,9 +29,18 @@ from typing import Any, Iterable
 
 import structlog
 
-from controller.binding import (OVN_INSTALLED, TUNNEL_TYPES, Binder, BindingCtx, RuntimeData,
-                                _rl_dup, iface_ofport, pb_chassis, _same)
-from controller.local_data import LportType, TrackedType, lport_type
+from controller.binding.claim import (
+    OVN_INSTALLED,
+    TUNNEL_TYPES,
+    Binder,
+    BindingCtx,
+    RuntimeData,
+    _rl_dup,
+    _same,
+    iface_ofport,
+    pb_chassis,
+)
+from controller.binding.local_data import LportType, TrackedType, lport_type
 
 log = structlog.get_logger("binding")
 

@@ -16,9 +16,22 @@ must-crossproduct (or that mix symbols) are distributed over the AND.
 
 from __future__ import annotations
 
-from controller.lflow.expr_nodes import (
-    E_AND, E_BOOL, E_CMP, E_COND, E_OR, R_EQ, Expr, clone, combine, fix,
-    get_unique_symbol, insert_sub, make_andor, make_bool, make_cmp_node,
+from controller.lflow.expr.nodes import (
+    E_AND,
+    E_BOOL,
+    E_CMP,
+    E_COND,
+    E_OR,
+    R_EQ,
+    Expr,
+    clone,
+    combine,
+    fix,
+    get_unique_symbol,
+    insert_sub,
+    make_andor,
+    make_bool,
+    make_cmp_node,
     make_string_cmp,
 )
 from controller.lflow.symtab import Symbol

@@ -20,10 +20,10 @@ from typing import Any, Iterable, Mapping
 
 import structlog
 
-from controller.encaps import has_map_key
-from controller.indexes import SbIndexes
+from controller.binding.local_data import LocalDatapath, opt_first
+from controller.chassis.encaps import has_map_key
+from controller.ovsdb.indexes import SbIndexes
 from controller.vlog import RateLimiter
-from controller.local_data import LocalDatapath, opt_first
 
 log = structlog.get_logger("patch")
 _rl = RateLimiter(per_minute=60, burst=5)

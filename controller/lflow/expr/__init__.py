@@ -1,0 +1,1 @@
+"""The logical match-expression pipeline: parse, annotate, normalise, and expand into OpenFlow matches."""
