@@ -222,14 +222,14 @@ def _format_value(value: Any) -> str:
 
 
 def _format_exc(exc_info: Any) -> str:
+    """The traceback of `exc_info` as text ("" when there is none)."""
     if exc_info is True:
         exc_info = sys.exc_info()
     elif isinstance(exc_info, BaseException):
         exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
     if not isinstance(exc_info, tuple) or exc_info[0] is None:
         return ""
-    text = "".join(traceback.format_exception(*exc_info)).rstrip()
-    return json.dumps(text)          # keeps the event on one line
+    return "".join(traceback.format_exception(*exc_info)).rstrip()
 
 
 def _timestamp(now: float, millis: bool = True) -> str:
@@ -249,11 +249,13 @@ def _render(_logger: WrappedLogger, method_name: str, event_dict: EventDict) -> 
     parts = [str(event)]
     for key, value in event_dict.items():
         parts.append(f"{key}={_format_value(value)}")
+    trace: tuple[str, ...] = ()
     if exc_info:
-        exc = _format_exc(exc_info)
-        if exc:
-            parts.append(f"exc_info={exc}")
-    return (), {"module": mod_name, "level": level, "text": " ".join(parts)}
+        # A traceback follows its event as ERR records of the same module, one
+        # per line, each with the full vlog prefix (so every line of the log
+        # still parses, and grepping for |ERR| finds the whole traceback).
+        trace = tuple(ln for ln in _format_exc(exc_info).splitlines() if ln.strip())
+    return (), {"module": mod_name, "level": level, "text": " ".join(parts), "trace": trace}
 
 
 class _Sink:
@@ -264,7 +266,12 @@ class _Sink:
     def __init__(self, module: str | None = None) -> None:
         self.module = module
 
-    def _write(self, *, module: str, level: int, text: str) -> None:
+    def _write(self, *, module: str, level: int, text: str, trace: tuple[str, ...] = ()) -> None:
+        self._record(module, level, text)
+        for line in trace:
+            self._record(module, ERR, line)
+
+    def _record(self, module: str, level: int, text: str) -> None:
         mod = _module(module)
         levels = mod.levels
         to_console = level <= levels[CONSOLE]

@@ -101,14 +101,21 @@ def test_plain_structlog_loggers_use_the_same_format(console: io.StringIO) -> No
                                ("00002", "physical", "INFO", "hello")]
 
 
-def test_exceptions_stay_on_one_line(console: io.StringIO) -> None:
+def test_a_traceback_follows_its_event_as_err_records(console: io.StringIO) -> None:
     log = vlog.get_logger("main")
     try:
         raise ValueError("bad\nvalue")
     except ValueError:
         log.exception("failed")
-    (line,) = console.getvalue().splitlines()
-    assert "|main|ERR|failed exc_info=" in line and "ValueError" in line
+    log.warning("next", exc_info=False)
+    lines = _lines(console)
+    assert lines[0] == ("00001", "main", "ERR", "failed")
+    assert lines[1] == ("00002", "main", "ERR", "Traceback (most recent call last):")
+    assert [ln[2] for ln in lines[1:-1]] == ["ERR"] * (len(lines) - 2)
+    assert [ln[3] for ln in lines[-3:-1]] == ["ValueError: bad", "value"]
+    assert lines[-1][2:] == ("WARN", "next")
+    seqs = [int(ln[0]) for ln in lines]
+    assert seqs == list(range(1, len(lines) + 1))
 
 
 def test_rate_limiter_token_bucket() -> None:
