@@ -49,11 +49,11 @@ from controller.pinctrl.sb_writes import (
     SbWriter,
     SnapshotPublisher,
     _now_ms,
-    _opt_first,
 )
 from controller.pinctrl.service import PinctrlService
 from controller.pinctrl.svc_monitor import SvcMonitors, attach, monitor_specs
 from controller.vlog import RateLimiter, get_logger
+from physical.inputs import opt_first
 
 __all__ = ["Pinctrl"]
 
@@ -289,7 +289,7 @@ class Pinctrl:
                 for iface in port.interfaces:
                     try:
                         iface_id = iface.external_ids.get("iface-id")
-                        ofport = _opt_first(iface.ofport)
+                        ofport = opt_first(iface.ofport)
                     except AttributeError:      # inserted by this iteration's txn
                         continue
                     if iface_id and isinstance(ofport, int) and ofport > 0:
@@ -338,7 +338,7 @@ class Pinctrl:
                 for iface in port.interfaces:
                     if iface.external_ids.get("iface-id") != name:
                         continue
-                    ofport = _opt_first(iface.ofport)
+                    ofport = opt_first(iface.ofport)
                     if isinstance(ofport, int) and 1 <= ofport <= 0xFF00:
                         return ofport
             return None

@@ -33,6 +33,7 @@ from controller.diag.coverage import COVERAGE, Coverage
 from controller.pinctrl.openflow import packet_out, reload_metadata, resubmit_controller, set_field
 from controller.pinctrl.outcome import BufferIntent
 from controller.pinctrl.packet_in import PacketIn
+from physical.inputs import opt_first
 
 __all__ = ["BufferedPackets", "buffer_intent", "QUEUE_DEPTH", "MAX_KEYS", "IDLE_TIMEOUT_MS",
            "OFTABLE_OUTPUT_INIT"]
@@ -78,12 +79,6 @@ def _parse_mac(text: str) -> bytes | None:
     except ValueError:
         return None
     return raw
-
-
-def _opt_first(v: Any) -> Any:
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
 
 
 class _Ring:
@@ -151,7 +146,7 @@ class BufferedPackets:
 
     def _lookup(self, mb: Any, pb_by_name: Callable[[str], Any]) -> _Ring | None:
         pb = pb_by_name(mb.logical_port)
-        dp = _opt_first(pb.datapath) if pb is not None else None
+        dp = opt_first(pb.datapath) if pb is not None else None
         if dp is None:
             return None
         ip = _parse_ip(mb.ip)
@@ -163,7 +158,7 @@ class BufferedPackets:
         if not pb.options.get("chassis-redirect-port"):
             return None
         cr = pb_by_name("cr-" + pb.logical_port)
-        dp = _opt_first(cr.datapath) if cr is not None else None
+        dp = opt_first(cr.datapath) if cr is not None else None
         if dp is None or cr.type != "chassisredirect":
             return None
         ring = self._rings.get((int(dp.tunnel_key), int(cr.tunnel_key), ip))

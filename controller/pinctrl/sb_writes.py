@@ -56,6 +56,7 @@ from controller.pinctrl.outcome import (
 )
 from controller.pinctrl.state import LocalSnapshot, PortInfo
 from controller.vlog import RateLimiter, get_logger
+from physical.inputs import opt_first
 
 __all__ = ["PendingWork", "Batch", "SbWriter", "SnapshotPublisher", "MAX_PENDING",
            "EVENT_MAX_AGE_MS", "MAX_WRITES_PER_TXN"]
@@ -194,12 +195,6 @@ class PendingWork:
                     + len(self._activations))
 
 
-def _opt_first(v: Any) -> Any:
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
-
-
 class SbWriter:
     """Applies batches in the SB transaction; keeps the lookups it needs."""
 
@@ -295,7 +290,7 @@ class SbWriter:
         if chassis is not None:
             existing = set()
             for ev in controller_events:
-                ch = _opt_first(ev.chassis)
+                ch = opt_first(ev.chassis)
                 if ev.event_type != "empty_lb_backends" or ch is None or ch.uuid != chassis.uuid:
                     continue
                 info = ev.event_info
@@ -376,8 +371,8 @@ class SbWriter:
 
 
 def port_info(pb: Any, dp_key: int) -> PortInfo:
-    ch = _opt_first(pb.chassis)
-    vp = _opt_first(pb.virtual_parent)
+    ch = opt_first(pb.chassis)
+    vp = opt_first(pb.virtual_parent)
     return PortInfo(name=pb.logical_port, type=pb.type, dp_key=dp_key,
                     port_key=int(pb.tunnel_key), mac=tuple(pb.mac),
                     options=MappingProxyType(dict(pb.options)),
@@ -434,7 +429,7 @@ class SnapshotPublisher:
                 changed |= self._unfile(u)
             for tr in tc.new_or_updated():
                 changed |= self._unfile(tr.row.uuid)
-                dp = _opt_first(tr.row.datapath)
+                dp = opt_first(tr.row.datapath)
                 dp_key = dps.get(dp.uuid) if dp is not None else None
                 if dp_key is not None:
                     self._file(tr.row, dp.uuid, dp_key)
