@@ -156,11 +156,15 @@ class Vswitchd:
 
 
 def _wait_gone(pid: int, seconds: float = 5.0) -> None:
+    """Until `pid` has exited.  A detached daemon's parent is init, which may
+    reap late: a zombie counts as gone (it would pass os.kill(pid, 0))."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except (OSError, IndexError):
             return
         time.sleep(0.02)
 
