@@ -56,7 +56,7 @@ def test_converged_and_monitoring_bound(cluster: ScaleCluster) -> None:
 
 
 def _lflow_recomputes(hv: Hypervisor) -> int:
-    return int(hv.appctl("controller", "inc-engine/show-stats", "lflow_output",
+    return int(hv.appctl("controller", "inc-engine/show-stats", "logical_flow_output",
                          "recompute").strip())
 
 

@@ -60,7 +60,7 @@ class Harness:
         self.changed = False
         leaf = Node("SB_logical_flow", lambda n: self.changed, data=self.changes)
         o = self.out
-        self.node = Node("lflow_output", o.run, data=o.data, pending=o.pending, resume=o.resume)
+        self.node = Node("logical_flow_output", o.run, data=o.data, pending=o.pending, resume=o.resume)
         self.node.add_input(leaf, o.handlers["logical_flow"])
         self.engine = Engine(self.node)
         self.engine.set_force_recompute()
