@@ -46,10 +46,7 @@ installs nothing, the conditions are not settled: the server's reply to the
 condition change is read only after the last slice), the last-transaction id
 stays the one before the update (a reconnection asks for all of it again)
 and the loop wakes at once; a reconnection drops the slices left and
-monitors from scratch.  Before that, reading the message is itself bounded:
-each IDL run reads (and so parses) at most ``RECV_BYTES_PER_RUN`` bytes of
-the connection's input (the stream reports EAGAIN beyond), so the 14 MB
-first update of seed-500 is decoded over several iterations.
+monitors from scratch.
 
 The SB conditional monitoring of OVN 23.03 (``update_sb_monitors``) is the
 pure function :func:`sb_monitor_conditions`; :meth:`IdlLoop.set_conditions`
@@ -58,7 +55,6 @@ applies it and returns the condition seqno to wait for.
 
 from __future__ import annotations
 
-import errno
 import time
 import uuid as uuidlib
 from typing import Any, Iterable, Mapping
@@ -162,9 +158,6 @@ def sb_schema_helper(path: str = SB_SCHEMA) -> ovs.db.idl.SchemaHelper:
 
 # Rows of one update notification applied per IDL run (see the design note).
 UPDATE_CHUNK_ROWS = 1000
-# Bytes of JSON-RPC input read (and parsed) per IDL run: a big message is
-# decoded over several iterations (see the design note).
-RECV_BYTES_PER_RUN = 1 << 20
 
 
 def _split_update(table_updates: dict[str, Any], rows: int) -> list[dict[str, Any]] | None:
@@ -203,9 +196,6 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
         self._deferred_seqno = -1
         self._slice_taken = False
         self.chunk_rows = UPDATE_CHUNK_ROWS
-        self.recv_bytes = RECV_BYTES_PER_RUN
-        self._recv_left = self.recv_bytes
-        self._budgeted: Any = None      # the connection whose reads are budgeted
         recv = self._session.recv
         sess = self._session
 
@@ -217,8 +207,6 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
                     return None             # the next slice in the next run
                 self._slice_taken = True
                 return self.deferred.pop(0)
-            if sess.rpc is not self._budgeted and sess.rpc is not None:
-                self._budget_reads(sess.rpc)
             msg = recv()
             if msg is None or msg.type != ovs.jsonrpc.Message.T_NOTIFY:
                 return msg
@@ -236,24 +224,6 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
             return msg
         self._session.recv = recv_watching
 
-    def _budget_reads(self, rpc: Any) -> None:
-        """Reads of `rpc`'s stream stop (EAGAIN) once this run's byte budget
-        is spent: the rest of a big message is read and parsed in the next
-        runs (the socket stays readable, so the loop wakes at once); the
-        parser keeps its state across them."""
-        self._budgeted = rpc
-        stream = rpc.stream
-        inner = stream.recv
-
-        def recv(n: int) -> Any:
-            if self._recv_left <= 0:
-                return errno.EAGAIN, b""
-            error, data = inner(n)
-            if data:
-                self._recv_left -= len(data)
-            return error, data
-        stream.recv = recv
-
     def _part(self, msg: Any, table_updates: dict[str, Any], last: bool) -> Any:
         params = list(msg.params)
         params[-1] = table_updates
@@ -264,7 +234,6 @@ class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
 
     def run(self) -> Any:
         self._slice_taken = False
-        self._recv_left = self.recv_bytes
         return super().run()
 
     def restart_fsm(self) -> None:
