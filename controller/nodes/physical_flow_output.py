@@ -32,10 +32,12 @@ of generic flows give up (recompute), which queues everything afresh.
 Measured, seed-500 cold start (``benchmarks/seed.py`` restart mode, one rep,
 CPU per main-loop iteration from the ``OVN_CONTROLLER_PY_TIMELINE`` lines up
 to the complete install, machine shared with a test suite): unsliced, the
-longest iteration took 0.96 s of CPU (4 iterations over 0.5 s); sliced,
-0.63-0.80 s over three runs (2-3 over 0.5 s).  What is left in the longest:
-runtime_data's Port_Binding handler (the claims of the VIFs, ~0.5 s) with
-the first slices; the IDL applying the first SB update slice (~0.55 s).
+longest iteration took 0.76-0.96 s of CPU (two runs), sliced 0.63-0.80 s
+(four runs): the longest did not clearly move, as pflow_output's recompute
+was not most of it; the mean fell from 0.10-0.13 to 0.05-0.11 s.  What is
+left in the longest: runtime_data's Port_Binding handler and the
+if-status manager claiming the VIFs, with the first slices; the IDL
+applying the first SB update slice (~0.55-0.7 s).
 """
 
 from __future__ import annotations
