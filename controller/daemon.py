@@ -124,6 +124,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                                  lambda: self._ovs_external_ids(), self.groups, self.meters)
         self.pflow = PflowOutput(self.st, self._sb_table, lambda: self.st.geneve_field,
                                  lambda: self.engine.run_count)
+        self.pflow.budget = self._slice_budget_ms
         self.engine = build_engine(GraphParts(
             ovs_tracker=self.ovs.tracker, sb_tracker=dbmod.ChangeTracker(dbmod.SB_TABLES),
             nodes={**agent_nodes(self.st, self._sb_table), "logical_flow_output": self.lflow,
@@ -279,6 +280,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         nodes = [self.engine.node(n) for n in FLOW_OUTPUT_NODES]
         return all(n.state in (State.UPDATED, State.UNCHANGED) for n in nodes) and \
             (any(n.pending() for n in nodes) or self._sb_deferred())
+
+    def _slice_budget_ms(self) -> float:
+        """CPU left in this iteration for a sliced compute's next slice."""
+        return max(MIN_SLICE_MS, ITERATION_CPU_MS - self.loop_stats.cpu_ms())
 
     def _desired_count(self) -> int:
         lf, pf, _, _ = self._desired_tables()
@@ -539,7 +544,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if self.engine.force_recompute and allowed:
             COVERAGE.inc("engine_recompute")
         runs_before = self.engine.run_count
-        self.lflow.slice_ms = max(MIN_SLICE_MS, ITERATION_CPU_MS - self.loop_stats.cpu_ms())
+        self.lflow.slice_ms = self._slice_budget_ms()
         ran = self.engine.run(allowed)
         self._engine_ran = True
         sw.stop()

@@ -10,7 +10,8 @@ Three things that watch or tune the main loop without taking part in it:
   to FILE, what follows to FILE.steady (``dump_profile(restart=True)`` at the
   first install, ``restart_profile`` from ``inc-engine/clear-stats``);
 * ``OVN_CONTROLLER_PY_TIMELINE=FILE``: ``_trace_iteration`` appends one line
-  per iteration (stage times, CPU, recomputes, SB condition state);
+  per iteration (stage times, CPU, recomputes, SB condition state, time in
+  cyclic GC passes and the oldest generation collected);
 * the cyclic GC thresholds for start-up and steady state (below).
 
 :class:`DevProfile` is a mixin of :class:`~controller.daemon.Daemon`; its
@@ -45,6 +46,11 @@ class DevProfile:
     def _trace_iteration(self) -> None:
         ls = self.loop_stats
         assert self._timeline is not None
+        if not _GC_TIME:
+            gc.callbacks.append(_gc_timer)
+            _GC_TIME.extend([0.0, -1, 0.0])
+        gc_ms, gc_gen = _GC_TIME[0] * 1000, _GC_TIME[1]
+        _GC_TIME[0], _GC_TIME[1] = 0.0, -1
         stages = " ".join(f"{k}={v:.0f}" for k, v in ls.stages_last.items())
         recomputed = [f"{n.name}:{n.stats.recompute}" for n in self.engine.nodes
                       if n.name in ("runtime_data", "logical_flow_output",
@@ -54,6 +60,7 @@ class DevProfile:
             f"cpu={sum(os.times()[:2]):.2f} force={self.engine.force_recompute} "
             f"ran={self._engine_ran} recomputed={','.join(recomputed)} "
             f"sb_settled={self.sb.conditions_settled() if self.sb else None} "
+            f"gc={gc_ms:.0f}ms/gen{gc_gen} "
             f"gauges={ls.gauges}\n")
 
     def restart_profile(self) -> None:
@@ -78,6 +85,19 @@ class DevProfile:
             self._profile_path = os.environ["OVN_CONTROLLER_PY_PROFILE"] + ".steady"
             self.profile = cProfile.Profile()
             self.profile.enable()
+
+
+# Timeline only: [seconds in GC passes since the last line, oldest
+# generation collected, start of the pass under way].
+_GC_TIME: list[Any] = []
+
+
+def _gc_timer(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _GC_TIME[2] = time.perf_counter()
+    else:
+        _GC_TIME[0] += time.perf_counter() - _GC_TIME[2]
+        _GC_TIME[1] = max(_GC_TIME[1], info["generation"])
 
 
 # Cyclic GC during start-up: the agent builds hundreds of thousands of

@@ -15,10 +15,34 @@ option) and the data of its input nodes (tunnel and patch ports of
 load balancers whose hairpin flows to rebuild.  ``run`` rebuilds the whole table; the handlers rebuild only the
 flows of the rows that changed and give up (recompute) on changes of
 generic flows; ofctrl only sends the difference.
+
+Bounded slices (issue 15), as in ``logical_flow_output``: ``run`` clears the
+table and queues one item per builder call of ``physical.build_all`` (a
+row's uuid and its builder, or the generic flows), in that order; the engine
+then calls :meth:`PflowOutput.resume`, which builds queued items until the
+CPU budget (``budget()``: what the daemon's iteration has left; else
+``slice_ms``) is spent.  While items are queued the node is not valid
+(nothing is installed from it).  A handler running meanwhile rebuilds the
+rows it is given from the current inputs and marks their owners; a queued
+item of a marked owner, or of a row gone since, is skipped, and every other
+item is built later from the then-current inputs, so the result is that of
+a compute started after the change (a test compares the tables).  Changes
+of generic flows give up (recompute), which queues everything afresh.
+
+Measured, seed-500 cold start (``benchmarks/seed.py`` restart mode, one rep,
+CPU per main-loop iteration from the ``OVN_CONTROLLER_PY_TIMELINE`` lines up
+to the complete install, machine shared with a test suite): unsliced, the
+longest iteration took 0.76-0.96 s of CPU (two runs), sliced 0.63-0.80 s
+(four runs): the longest did not clearly move, as pflow_output's recompute
+was not most of it; the mean fell from 0.10-0.13 to 0.05-0.11 s.  What is
+left in the longest: runtime_data's Port_Binding handler and the
+if-status manager claiming the VIFs, with the first slices; the IDL
+applying the first SB update slice (~0.55-0.7 s).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Iterator, Mapping
 
 import structlog
@@ -42,11 +66,6 @@ from controller.ovsdb.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
 
-def _load_all(table: DesiredFlowTable, built: list[physical.OwnedFlows]) -> None:
-    """Load ``physical.build_all`` output (one ``OwnedFlows`` per builder call)."""
-    physical.add_to_desired(table, built)
-
-
 def add_to_desired(table: DesiredFlowTable, flows: Any, owner: Any = None) -> None:
     """Load the flows of one builder call under ``owner``."""
     physical.add_to_desired(table, [physical.OwnedFlows(owner, list(flows))])
@@ -57,23 +76,28 @@ log = structlog.get_logger("physical")
 # ``up`` of every port once its flows are installed).
 PB_FLOWLESS_COLUMNS = frozenset({"up"})
 
+# CPU per engine run spent building queued items when no budget callable is
+# set (see the design note; the daemon passes what is left of its iteration).
+SLICE_MS = 100.0
+_CLOCK_EVERY = 4    # items built between two looks at the CPU clock
+# One queue item: (kind, row uuid or None for the generic flows), in the
+# order of ``physical.build_all``; kind -> the SB table of the row.
+_ROW_TABLES = {"pb": "Port_Binding", "mc": "Multicast_Group", "mb": "MAC_Binding",
+               "smb": "Static_MAC_Binding", "lb": "Load_Balancer", "fdb": "FDB",
+               "ps": "Port_Binding"}
+_ROW_BUILDERS: dict[str, Callable[[physical.PhysicalContext, Any], Any]] = {
+    "pb": physical.port_binding_flows, "mc": physical.mc_group_flows,
+    "mb": physical.mac_binding_flows, "smb": physical.static_mac_binding_flows,
+    "lb": physical.lb_hairpin_flows, "fdb": physical.fdb_flows,
+    "ps": physical.port_security_flows}
+Item = tuple[str, Any]
+
+
 class PflowData:
     __slots__ = ("flow_table",)
 
     def __init__(self) -> None:
         self.flow_table = DesiredFlowTable()
-
-
-class _SbView:
-    """Object with the SB tables as iterables, as ``physical.build_all`` wants."""
-
-    def __init__(self, tables: Callable[[str], Mapping[Any, Any]]) -> None:
-        self.port_bindings = list(tables("Port_Binding").values())
-        self.multicast_groups = list(tables("Multicast_Group").values())
-        self.mac_bindings = list(tables("MAC_Binding").values())
-        self.static_mac_bindings = list(tables("Static_MAC_Binding").values())
-        self.fdbs = list(tables("FDB").values())
-        self.load_balancers = list(tables("Load_Balancer").values())
 
 
 class VifOfports(Mapping[str, int]):
@@ -184,6 +208,13 @@ class PflowOutput:
         self.data = PflowData()
         self.n_incremental = 0
         self._ctx_cache: tuple[int, physical.PhysicalContext] | None = None
+        # The sliced recompute: items still to build (popped from the end)
+        # and the owners handlers rebuilt meanwhile (their items are skipped).
+        self.queue: list[Item] = []
+        self._rebuilt: set[Any] = set()
+        self.slice_ms: float | None = SLICE_MS
+        self.budget: Callable[[], float] | None = None
+        self.n_slices = 0
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
@@ -224,14 +255,69 @@ class PflowOutput:
         return ctx
 
     def run(self, node: Node) -> bool:
-        st = self.st
-        table = self.data.flow_table
-        table.clear()
-        if st.chassis is None:
+        self.data.flow_table.clear()
+        self.queue = []
+        self._rebuilt = set()
+        if self.st.chassis is None:
             return True
         COVERAGE.inc("physical_run")
-        _load_all(table, physical.build_all(self._ctx(node), _SbView(self.tables)))
+        self.queue = self._items()
         return True
+
+    def _items(self) -> list[Item]:
+        """Every build of ``physical.build_all``, reversed (popped from the end)."""
+        def rows(kind: str) -> list[Item]:
+            return [(kind, u) for u in self.tables(_ROW_TABLES[kind])]
+        items: list[Item] = [("conj", None), *rows("pb"), *rows("mc"), ("tunnel", None)]
+        for kind in ("mb", "smb", "lb", "fdb", "ps"):
+            items += rows(kind)
+        items.reverse()
+        return items
+
+    def pending(self) -> bool:
+        return bool(self.queue)
+
+    def resume(self, node: Node) -> bool:
+        """Build queued items for the CPU budget (``budget()`` if set, else
+        ``slice_ms``; None: everything); True if any was built."""
+        queue = self.queue
+        ctx = self._ctx(node)
+        table = self.data.flow_table
+        rebuilt = self._rebuilt
+        budget = self.budget() if self.budget is not None else self.slice_ms
+        clock = time.process_time
+        deadline = clock() + budget / 1000 if budget is not None else 0.0
+        n = 0
+        while queue:
+            kind, u = queue.pop()
+            n += 1
+            if kind == "conj":
+                add_to_desired(table, physical.chassis_mac_conj_flows(ctx), physical.GENERIC_OWNER)
+            elif kind == "tunnel":
+                pbs = list(self.tables("Port_Binding").values())
+                add_to_desired(table, physical.tunnel_flows(ctx, pbs) + physical.default_flows(ctx),
+                               physical.GENERIC_OWNER)
+            elif u not in rebuilt:
+                row = self.tables(_ROW_TABLES[kind]).get(u)
+                if row is not None:
+                    add_to_desired(table, _ROW_BUILDERS[kind](ctx, row), u)
+            if budget is not None and n % _CLOCK_EVERY == 0 and clock() >= deadline:
+                break
+        if queue:
+            self.n_slices += 1
+        else:
+            self._rebuilt = set()
+        return n > 0
+
+    def _drop(self, owner: Any) -> None:
+        self.data.flow_table.remove(owner)
+        if self.queue:
+            self._rebuilt.add(owner)
+
+    def _add(self, flows: Any, owner: Any) -> None:
+        add_to_desired(self.data.flow_table, flows, owner)
+        if self.queue:
+            self._rebuilt.add(owner)
 
     # -- handlers ------------------------------------------------------
     def _ct_zones(self, node: Node, inp: Node) -> Handled:
@@ -275,13 +361,12 @@ class PflowOutput:
     def _rebuild_lports(self, ctx: physical.PhysicalContext,
                         changes: list[tuple[Any, bool]],
                         extra_mc_dps: set[Any] | None = None) -> Handled:
-        table = self.data.flow_table
         mc_dps: set[Any] = set(extra_mc_dps or ())
         updated = bool(mc_dps)
         for pb, removed in changes:
             dp = pb.datapath
             if dp is None:
-                table.remove(pb.uuid)
+                self._drop(pb.uuid)
                 updated = True
                 continue
             upd = physical.lport_update(ctx, pb, removed,
@@ -289,11 +374,11 @@ class PflowOutput:
             if upd is None:
                 return UNHANDLED
             for owner in upd.remove:
-                table.remove(owner)
+                self._drop(owner)
             for row in upd.rebuild:
                 flows: list[Any] = list(physical.port_binding_flows(ctx, row))
                 flows += physical.port_security_flows(ctx, row)
-                add_to_desired(table, flows, row.uuid)
+                self._add(flows, row.uuid)
             mc_dps.add(dp.uuid)
             updated = True
         if mc_dps:
@@ -301,8 +386,8 @@ class PflowOutput:
             # the datapath: no walk over every switch's groups).
             for (dp_uuid, _name), mc in list(self.st.idx.mg_by_name.by_key.items()):
                 if dp_uuid in mc_dps:
-                    table.remove(mc.uuid)
-                    add_to_desired(table, physical.mc_group_flows(ctx, mc), mc.uuid)
+                    self._drop(mc.uuid)
+                    self._add(physical.mc_group_flows(ctx, mc), mc.uuid)
         if updated:
             self.n_incremental += 1
         return HANDLED_UPDATED if updated else HANDLED_UNCHANGED
@@ -352,7 +437,6 @@ class PflowOutput:
         """The rows keyed by datapath whose flows exist only for local
         datapaths: MAC bindings, static MAC bindings, FDB entries of the
         datapaths that just became local (load balancers: lb_data)."""
-        table = self.data.flow_table
         keys = {ld.datapath.tunnel_key for u, ld in self.st.rt.local_datapaths.items()
                 if u in new_dps}
 
@@ -371,8 +455,8 @@ class PflowOutput:
         for tname, wanted, build in groups:
             for row in self.tables(tname).values():
                 if wanted(row):
-                    table.remove(row.uuid)
-                    add_to_desired(table, build(ctx, row), row.uuid)
+                    self._drop(row.uuid)
+                    self._add(build(ctx, row), row.uuid)
 
     def _port_binding(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
@@ -392,12 +476,11 @@ class PflowOutput:
     def _multicast_group(self, node: Node, inp: Node) -> Handled:
         tc: TableChanges = inp.data
         ctx = self._ctx(node)
-        table = self.data.flow_table
         for u in tc.deleted:
-            table.remove(u)
+            self._drop(u)
         for tr in tc.new_or_updated():
-            table.remove(tr.row.uuid)
-            add_to_desired(table, physical.mc_group_flows(ctx, tr.row), tr.row.uuid)
+            self._drop(tr.row.uuid)
+            self._add(physical.mc_group_flows(ctx, tr.row), tr.row.uuid)
         return HANDLED_UPDATED
 
     def _lb_data(self, node: Node, inp: Node) -> Handled:
@@ -408,11 +491,10 @@ class PflowOutput:
         if not lbd.changed:
             return HANDLED_UNCHANGED
         ctx = self._ctx(node)
-        table = self.data.flow_table
         for u, lb in lbd.changed.items():
-            table.remove(u)
+            self._drop(u)
             if lb is not None:
-                add_to_desired(table, physical.lb_hairpin_flows(ctx, lb), u)
+                self._add(physical.lb_hairpin_flows(ctx, lb), u)
         return HANDLED_UPDATED
 
     def _non_vif_data(self, node: Node, inp: Node) -> Handled:
@@ -446,12 +528,11 @@ class PflowOutput:
         def handler(node: Node, inp: Node) -> Handled:
             tc: TableChanges = inp.data
             ctx = self._ctx(node)
-            table = self.data.flow_table
             for u in tc.deleted:
-                table.remove(u)
+                self._drop(u)
             for tr in tc.new_or_updated():
-                table.remove(tr.row.uuid)
-                add_to_desired(table, build(ctx, tr.row), tr.row.uuid)
+                self._drop(tr.row.uuid)
+                self._add(build(ctx, tr.row), tr.row.uuid)
             return HANDLED_UPDATED
         return handler
 
