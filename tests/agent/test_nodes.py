@@ -219,3 +219,25 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is HANDLED_UNCHANGED
     nv.tunnel_ofports_changed = True
     assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is UNHANDLED
+
+
+def test_runtime_data_recomputes_only_for_chassis_changes_that_matter():
+    """Other chassis joining or changing leave runtime_data as it is; our own
+    row, a deleted row, or a moved BFD tunnel set recompute."""
+    from controller.nodes.runtime_data import RuntimeDataNode
+    me, other = FakeRow(name="hv1"), FakeRow(name="hv2")
+    node = RuntimeDataNode(state(chassis=me, br_int=None))
+    h = node.handlers["sb_chassis"]
+
+    def inp(*events):
+        return SimpleNamespace(data=changes("Chassis", *events))
+    assert h(NODE, inp((ROW_CREATE, other))) is HANDLED_UNCHANGED
+    assert h(NODE, inp((ROW_UPDATE, other))) is HANDLED_UNCHANGED
+    assert h(NODE, inp((ROW_CREATE, other), (ROW_UPDATE, me))) is UNHANDLED
+    assert h(NODE, inp((ROW_CREATE, me))) is UNHANDLED
+    assert h(NODE, inp((ROW_DELETE, FakeRow(name="hv3")))) is UNHANDLED
+    # BFD says a tunnel came up since the last full pass: that pass is due.
+    node.st.rt.active_tunnels = {"hv2"}
+    assert h(NODE, inp((ROW_CREATE, other))) is UNHANDLED
+    assert RuntimeDataNode(state(chassis=None)).handlers["sb_chassis"](
+        NODE, inp((ROW_CREATE, other))) is UNHANDLED
