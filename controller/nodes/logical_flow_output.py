@@ -20,8 +20,9 @@ compiled lflow reports the resources it used (``LflowRefs``); a change of a
 port binding, multicast group, address set or port group re-processes only
 the lflows that referenced it, and so does a change of a template variable
 of this chassis; changed Logical_Flow rows are removed and re-processed; a
-datapath that became local gets all its lflows.  Anything else (a chassis
-appearing or going away, a tunnel port moving, DNS/DHCP tables, meters)
+datapath that became local gets all its lflows; a tunnel port moving
+re-processes the lflows that looked a tunnel up (``TUNNEL_REF``).  Anything
+else (a chassis appearing or going away, DNS/DHCP tables, meters)
 recomputes the node.  Flows of the
 neighbour/FDB/LB-hairpin tables come from ``physical/`` (physical_flow_output), so
 those tables are not inputs here.

@@ -5,8 +5,8 @@ Design note
 -----------
 Its data (``binding.RuntimeData``) lives in the agent state.  ``run`` is a
 full binding pass; the handlers follow Port_Binding changes, postponed
-claims, the SB becoming writable and Interface changes (from
-``ovs_interface_shadow``) incrementally (``controller.binding.incremental``)
+claims, the SB becoming writable, Interface changes (from
+``ovs_interface_shadow``) and other chassis' Chassis rows incrementally (``controller.binding.incremental``)
 and report UPDATED when datapaths or local/related ports were tracked.
 """
 
