@@ -78,6 +78,32 @@ def agent_python() -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
+# The agent under test runs from cached bytecode, as an installed package
+# does.  With PYTHONDONTWRITEBYTECODE in the caller's environment every agent
+# start would compile its ~150 modules from source again (measured: ~0.25 s
+# CPU and ~2 MiB of peak RSS per start, a third of a small agent's CPU); the
+# cache goes under a prefix in the temp dir instead, so no tree gets
+# __pycache__ directories, and is warmed once per test process.
+PYCACHE_PREFIX = Path(tempfile.gettempdir()) / f"ovnpy-pycache-{os.getuid()}"
+_bytecode_warm = False
+
+
+def agent_env(base: dict[str, str]) -> dict[str, str]:
+    """The environment of our agent: `base`, its repo first on PYTHONPATH,
+    bytecode cached (see PYCACHE_PREFIX); the first call warms the cache."""
+    global _bytecode_warm
+    env = dict(base)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        env.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE_PREFIX))
+    if not _bytecode_warm:
+        _bytecode_warm = True
+        subprocess.run([agent_python(), "-c", "import controller.daemon, controller.pinctrl"],
+                       env=env, cwd=REPO_ROOT, capture_output=True, timeout=120, check=False)
+    return env
+
+
 def _proc_start_time(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -467,9 +493,7 @@ class Sandbox:
             argv = [exe, "-m", "controller", self.db_sock, f"--pidfile={pidfile}",
                     "-vconsole:off", f"--log-file={log}", "--detach", "--no-chdir",
                     f"--unixctl={ctl}", *extra_args]
-            env = dict(self.env)
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+            env = agent_env(self.env)
             daemon = self._start_daemon("controller", argv, pidfile=pidfile, ctl=ctl, log=log,
                                         exe=exe, cwd=REPO_ROOT, env=env, timeout=timeout)
             daemon.name = "ovn-controller-py"

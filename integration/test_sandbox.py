@@ -217,3 +217,21 @@ def test_restart_vswitchd_after_a_crash(sandbox: Sandbox) -> None:
 def test_binaries_present() -> None:
     for name in ("ovsdb-server", "ovs-vswitchd", "ovn-northd", "ovn-controller", "ovs-ofctl"):
         assert os.access(find_binary(name), os.X_OK)
+
+
+def test_agent_env_caches_bytecode_outside_the_tree(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """PYTHONDONTWRITEBYTECODE in the caller's environment does not reach the
+    agent: it gets a pycache prefix instead, which the warm-up fills."""
+    import integration.sandbox as sbx
+    monkeypatch.setattr(sbx, "_bytecode_warm", False)
+    env = sbx.agent_env({"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1",
+                         "PYTHONPYCACHEPREFIX": str(tmp_path)})
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(sbx.REPO_ROOT)
+    daemon_py = sbx.REPO_ROOT / "controller" / "daemon.py"
+    cached = tmp_path / str(daemon_py.parent).lstrip("/")
+    assert any(p.name.startswith("daemon.") for p in cached.glob("*.pyc"))
+    # Without the variable the caller's own choice of cache stays untouched.
+    env = sbx.agent_env({"PATH": os.environ["PATH"]})
+    assert "PYTHONPYCACHEPREFIX" not in env

@@ -38,6 +38,7 @@ from controller.binding.claim import (
     _rl_dup,
     _same,
     iface_ofport,
+    is_additional_chassis,
     pb_chassis,
 )
 from controller.binding.local_data import LportType, TrackedType, lport_type
@@ -170,6 +171,25 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
     return True
 
 
+def _foreign_l3gw(ctx: BindingCtx, rt: RuntimeData, tr: Any) -> bool:
+    """An l3gateway port that is not, and was not, this chassis' business:
+    neither its l3gateway-chassis option (unchanged) nor its chassis (now
+    or before) names us and it is none of our local or bound lports (a
+    gateway port bound here makes its peer router local: recompute)."""
+    pb = tr.row
+    me = ctx.chassis
+    if "options" in tr.old or pb.options.get("l3gateway-chassis") == me.name:
+        return False
+    name = pb.logical_port
+    if name in rt.local_lports or name in rt.bound_here:
+        return False
+    if tr.column_changed("chassis"):
+        old = tr.old_value("chassis")
+        if me.uuid in (old if isinstance(old, (list, set, tuple)) else [old]):
+            return False        # it was ours: its peer may be a local datapath
+    return not (_same(pb_chassis(pb), me) or is_additional_chassis(pb, me))
+
+
 def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: Any) -> bool:
     """Incremental processing of tracked SB Port_Binding changes."""
     if ctx.chassis is None:
@@ -202,6 +222,12 @@ def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: An
         if dp is None:
             continue
         local_dp = dp.uuid in rt.local_datapaths
+        if pb.type == "l3gateway" and local_dp and _foreign_l3gw(ctx, rt, tr):
+            # Another chassis' gateway port (typically its claim: chassis and
+            # up set): a binding pass would leave it alone too (C handles it
+            # in place, consider_l3gw_lport).  At scale every chassis'
+            # gateway router joining would otherwise recompute every agent.
+            continue
         if pb.type in ("patch", "l3gateway", "chassisredirect", "localnet", "external") \
                 and local_dp:
             return False

@@ -84,7 +84,9 @@ GRAPH: dict[str, list[Edge]] = {
     "ovs_interface_shadow": [("OVS_interface", "ovs_interface")],
     "runtime_data": [
         ("ofctrl_is_connected", None), ("OVS_open_vswitch", None), ("OVS_bridge", None),
-        ("OVS_qos", None), ("SB_chassis", None),
+        # C: recompute on any Chassis change; here only our own row, a
+        # deleted row or moved BFD tunnels recompute (RuntimeDataNode._sb_chassis).
+        ("OVS_qos", None), ("SB_chassis", "sb_chassis"),
         ("SB_datapath_binding", "sb_datapath_binding"),
         ("SB_port_binding", "sb_port_binding"),
         ("postponed_ports", "postponed_ports"),

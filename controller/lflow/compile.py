@@ -367,6 +367,11 @@ class _Text:
         self.by_dp: dict[int, _MatchState] | None = None
 
 
+# The "port" every lflow that looked up a tunnel ofport references, so a
+# tunnel moving re-processes those lflows only (no logical port has a NUL).
+TUNNEL_REF = "\0tunnel"
+
+
 class _Recorder:
     """Port lookups of one (lflow, datapath), recording references."""
 
@@ -396,6 +401,9 @@ class _Recorder:
 
     def tunnel_ofport(self, name: str) -> int | None:
         self.used = True
+        if self.ports is None:
+            self.ports = set()
+        self.ports.add(TUNNEL_REF)
         return self.ctx.tunnel_ofport(self.dp_key, name)
 
     def refs(self) -> LflowRefs:

@@ -20,8 +20,9 @@ compiled lflow reports the resources it used (``LflowRefs``); a change of a
 port binding, multicast group, address set or port group re-processes only
 the lflows that referenced it, and so does a change of a template variable
 of this chassis; changed Logical_Flow rows are removed and re-processed; a
-datapath that became local gets all its lflows.  Anything else (a chassis
-appearing or going away, a tunnel port moving, DNS/DHCP tables, meters)
+datapath that became local gets all its lflows; a tunnel port moving
+re-processes the lflows that looked a tunnel up (``TUNNEL_REF``).  Anything
+else (a chassis appearing or going away, DNS/DHCP tables, meters)
 recomputes the node.  Flows of the
 neighbour/FDB/LB-hairpin tables come from ``physical/`` (physical_flow_output), so
 those tables are not inputs here.
@@ -96,6 +97,7 @@ from controller.lflow.compile import (
     CompiledLflow,
     LflowCompiler,
     LflowError,
+    TUNNEL_REF,
     RefIndex,
     mcgroup_ref,
 )
@@ -592,10 +594,18 @@ class LflowOutput:
 
     def _non_vif_data(self, node: Node, inp: Node) -> Handled:
         """Only the chassis -> tunnel ofport map is in lflows (as the target of
-        some load-balancing actions): recompute when it moved (C recomputes on
-        any non_vif_data change); patch ports are physical flows."""
+        some load-balancing actions): when it moved, the lflows that looked a
+        tunnel up (``TUNNEL_REF``) are processed again (C recomputes on any
+        non_vif_data change; at scale every chassis joining moved it, and
+        recomputed every agent); patch ports are physical flows."""
         nv: NonVifData = inp.data
-        return UNHANDLED if nv.tunnel_ofports_changed else HANDLED_UNCHANGED
+        if not nv.tunnel_ofports_changed:
+            return HANDLED_UNCHANGED
+        uuids = self.refs.users("ports", [TUNNEL_REF])
+        if not uuids:
+            return HANDLED_UNCHANGED
+        self._reprocess(self._compiler(node), uuids)
+        return HANDLED_UPDATED
 
     def conj_ids_dump(self) -> str:
         return self.conj_ids.dump()

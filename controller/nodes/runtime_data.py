@@ -5,8 +5,8 @@ Design note
 -----------
 Its data (``binding.RuntimeData``) lives in the agent state.  ``run`` is a
 full binding pass; the handlers follow Port_Binding changes, postponed
-claims, the SB becoming writable and Interface changes (from
-``ovs_interface_shadow``) incrementally (``controller.binding.incremental``)
+claims, the SB becoming writable, Interface changes (from
+``ovs_interface_shadow``) and other chassis' Chassis rows incrementally (``controller.binding.incremental``)
 and report UPDATED when datapaths or local/related ports were tracked.
 """
 
@@ -50,7 +50,8 @@ class RuntimeDataNode:
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
-        return {"sb_datapath_binding": self._sb_datapath_binding,
+        return {"sb_chassis": self._sb_chassis,
+                "sb_datapath_binding": self._sb_datapath_binding,
                 "sb_port_binding": self._sb_port_binding,
                 "postponed_ports": self._postponed_ports,
                 "sb_ro": self._sb_ro,
@@ -71,6 +72,28 @@ class RuntimeDataNode:
         rt = self.st.rt
         if rt.tracked_dps or rt.local_lports_changed or rt.related_lports_changed:
             return HANDLED_UPDATED
+        return HANDLED_UNCHANGED
+
+    def _sb_chassis(self, node: Node, inp: Node) -> Handled:
+        """Other chassis appearing or changing (C: recompute on any change).
+
+        A binding pass reads other chassis only through references (a
+        port's chassis, requested or HA chassis) and their names; a new
+        row cannot change how an existing reference resolves (a reference
+        to a row that does not exist cannot be stored), and an update of
+        another chassis (its encaps, other_config) changes nothing it
+        computes.  So only a change of our own row, a deleted row (its
+        references now dangle) or a BFD-derived tunnel set that moved since
+        the last pass (which a full pass would pick up) recompute.  At
+        scale this keeps each joining chassis from costing every agent a
+        full recompute of runtime_data and, through it, of the lflows."""
+        tc = _changes(inp)
+        me = self.st.chassis
+        if me is None or tc.deleted or me.uuid in tc.created or me.uuid in tc.updated:
+            return UNHANDLED
+        tunnels = self.st.binding_ctx(with_tunnels=True).active_tunnels
+        if tunnels != self.st.rt.active_tunnels:
+            return UNHANDLED
         return HANDLED_UNCHANGED
 
     def _sb_datapath_binding(self, node: Node, inp: Node) -> Handled:

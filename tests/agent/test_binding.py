@@ -331,3 +331,40 @@ def test_recompute_in_start_up_grace_frees_zones_of_users_seen_before():
     assert ct.drop_absent(w.rt.local_lports,
                           [ld.datapath for ld in w.rt.local_datapaths.values()])
     assert "late" not in ct.current and ct.seen is None
+
+
+def test_other_chassis_gateway_port_claim_is_handled_in_place():
+    """Another chassis claiming its l3gateway port on one of our datapaths
+    changes nothing here (a binding pass would leave it alone): no
+    recompute; our own gateway port, an options change or a port that was
+    ours still recompute."""
+    w = World()
+    w.add_pb("p1", w.ls, 1)
+    w.add_vif("vif1", "p1")
+    gw = w.add_pb("lsp-gw", w.ls, 5, type="l3gateway",
+                  options={"l3gateway-chassis": "hv2", "peer": "gw-join"})
+    w.add_pb("gw-join", w.lr, 1, type="l3gateway",
+             options={"l3gateway-chassis": "hv2", "peer": "lsp-gw"})
+    w.run()
+    assert w.ls.uuid in w.rt.local_datapaths and w.lr.uuid not in w.rt.local_datapaths
+    t = ChangeTracker(["Port_Binding"])
+    gw.__dict__["chassis"] = [w.other]
+    gw.__dict__["up"] = [True]
+    t.record("Port_Binding", ROW_UPDATE, gw, {"chassis": None, "up": None})
+    w.rt.clear_tracked()
+    assert handle_port_binding_changes(w.ctx(), w.rt, t["Port_Binding"])
+    assert not w.rt.tracked_dps.dps and gw.chassis == [w.other]
+    fresh = World.__new__(World)
+    fresh.__dict__.update(w.__dict__, rt=RuntimeData())
+    fresh.run()
+    assert set(fresh.rt.local_datapaths) == set(w.rt.local_datapaths)
+    assert fresh.rt.local_lports == w.rt.local_lports
+
+    def fails(old):
+        t.clear()
+        t.record("Port_Binding", ROW_UPDATE, gw, old)
+        return not handle_port_binding_changes(w.ctx(), w.rt, t["Port_Binding"])
+    assert fails({"chassis": [w.me.uuid]})             # it was ours
+    assert fails({"options": None})                    # may have become ours
+    gw.__dict__["options"] = {"l3gateway-chassis": "hv1", "peer": "gw-join"}
+    assert fails({"chassis": None})                    # ours: the router gets local

@@ -184,8 +184,9 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     from controller.nodes.non_vif_data import NonVifData
     from ofctrl.flow import Flow
 
-    a = FakeRow(name="A", t=frozenset({"vip"}), n=1)
-    b = FakeRow(name="B", t=frozenset({"port"}), n=2)
+    from controller.lflow.compile import TUNNEL_REF
+    a = FakeRow(name="A", t=frozenset({"vip"}), n=1, p=frozenset())
+    b = FakeRow(name="B", t=frozenset({"port"}), n=2, p=frozenset({TUNNEL_REF}))
     rows = {a.uuid: a, b.uuid: b}
     compiled = []
 
@@ -196,7 +197,7 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
         def compile_lflow_local(self, row):
             compiled.append(row.name)
             return [CompiledLflow(row.uuid, 1, [], [Flow(10, 100, f"reg0={row.n}", ())], None,
-                                  LflowRefs(templates=row.t))]
+                                  LflowRefs(templates=row.t, ports=row.p))]
 
     out = LflowOutput(SimpleNamespace(chassis=object()),
                       lambda name: rows if name == "Logical_Flow" else {}, lambda: 1, dict)
@@ -213,9 +214,35 @@ def test_lflow_output_template_change_reprocesses_only_its_users():
     assert compiled == ["A"]
     tv.data.changed = {"unused"}
     assert out.handlers["template_vars"](None, tv) is HANDLED_UNCHANGED
-    # a tunnel port moving recomputes; a patch port alone does not
+    # a tunnel port moving re-processes the lflows that looked a tunnel up;
+    # a patch port alone changes nothing here
     nv = NonVifData()
     nv.patches_changed = {"ln0"}
+    compiled.clear()
     assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is HANDLED_UNCHANGED
     nv.tunnel_ofports_changed = True
-    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is UNHANDLED
+    assert out.handlers["non_vif_data"](None, SimpleNamespace(data=nv)) is HANDLED_UPDATED
+    _drain(out)
+    assert compiled == ["B"]
+
+
+def test_runtime_data_recomputes_only_for_chassis_changes_that_matter():
+    """Other chassis joining or changing leave runtime_data as it is; our own
+    row, a deleted row, or a moved BFD tunnel set recompute."""
+    from controller.nodes.runtime_data import RuntimeDataNode
+    me, other = FakeRow(name="hv1"), FakeRow(name="hv2")
+    node = RuntimeDataNode(state(chassis=me, br_int=None))
+    h = node.handlers["sb_chassis"]
+
+    def inp(*events):
+        return SimpleNamespace(data=changes("Chassis", *events))
+    assert h(NODE, inp((ROW_CREATE, other))) is HANDLED_UNCHANGED
+    assert h(NODE, inp((ROW_UPDATE, other))) is HANDLED_UNCHANGED
+    assert h(NODE, inp((ROW_CREATE, other), (ROW_UPDATE, me))) is UNHANDLED
+    assert h(NODE, inp((ROW_CREATE, me))) is UNHANDLED
+    assert h(NODE, inp((ROW_DELETE, FakeRow(name="hv3")))) is UNHANDLED
+    # BFD says a tunnel came up since the last full pass: that pass is due.
+    node.st.rt.active_tunnels = {"hv2"}
+    assert h(NODE, inp((ROW_CREATE, other))) is UNHANDLED
+    assert RuntimeDataNode(state(chassis=None)).handlers["sb_chassis"](
+        NODE, inp((ROW_CREATE, other))) is UNHANDLED

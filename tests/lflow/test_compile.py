@@ -378,3 +378,15 @@ def test_benchmark_runs_on_rich(capsys: pytest.CaptureFixture[str]) -> None:
     main(["/work/shared/reference-data/rich/sb.db"])
     out = capsys.readouterr().out
     assert "cold: 428 lflows" in out and "warm: 428 lflows" in out and "errors 0" in out
+
+
+def test_tunnel_lookup_is_referenced() -> None:
+    """An action that reads a tunnel ofport (fwd_group with liveness) records
+    TUNNEL_REF, so a tunnel moving re-processes just those lflows."""
+    from controller.lflow.compile import TUNNEL_REF
+    ctx = make_ctx(tunnel_ofport=lambda dp_key, name: 7)
+    c = LflowCompiler(ctx)
+    res = one(c, lflow("1", 'fwd_group(liveness=true, childports="p1", "p2");'))
+    assert res.flows and TUNNEL_REF in res.refs.ports
+    res = one(c, lflow("1", 'fwd_group(childports="p1", "p2");'))
+    assert TUNNEL_REF not in res.refs.ports
