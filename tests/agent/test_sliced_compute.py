@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from controller.engine.core import Engine, Node
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.compile import LflowCompiler
 from controller.lflow.snapshot import (
@@ -22,17 +21,18 @@ from controller.lflow.snapshot import (
     read_text,
 )
 from controller.nodes.logical_flow_output import LflowOutput
-from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE, TableChanges
+from controller.ovsdb.tracking import ROW_CREATE, ROW_DELETE, ROW_UPDATE
 from ofctrl.desired import RANK_CONJ
 from ofctrl.groups import GroupTable
 from ofctrl.meters import MeterTable
+from tests.agent.sliced_harness import OneNodeEngine
 
 RICH = Path("/work/shared/reference-data/rich")
 
 pytestmark = pytest.mark.skipif(not (RICH / "sb.db").exists(), reason="no reference data")
 
 
-class Harness:
+class Harness(OneNodeEngine):
     """An LflowOutput over the snapshot's Logical_Flow rows in a one-node
     engine whose only input is the Logical_Flow table."""
 
@@ -55,36 +55,8 @@ class Harness:
         comp = LflowCompiler(ctx)
         self.out._compiler = lambda node: comp        # type: ignore[method-assign]
         self.out.views.lflow = lambda row: row        # type: ignore[method-assign]
-        self.out.slice_ms = slice_ms
-        self.changes = TableChanges("Logical_Flow")
-        self.changed = False
-        leaf = Node("SB_logical_flow", lambda n: self.changed, data=self.changes)
-        o = self.out
-        self.node = Node("logical_flow_output", o.run, data=o.data, pending=o.pending, resume=o.resume)
-        self.node.add_input(leaf, o.handlers["logical_flow"])
-        self.engine = Engine(self.node)
-        self.engine.set_force_recompute()
-
-    def run(self) -> None:
-        self.engine.run()
-        self.engine.clear_force()
-        self.changed = False
-        self.changes = self.node.input("SB_logical_flow").data = TableChanges("Logical_Flow")
-
-    def record(self, event: str, row: Any) -> None:
-        self.changes.record(event, row)
-        self.changed = True
-
-    def finish(self) -> int:
-        """Engine runs until nothing is pending; how many it took."""
-        runs = 0
-        while True:
-            self.run()
-            runs += 1
-            if not self.node.pending():
-                assert self.node.is_valid()
-                return runs
-            assert not self.node.is_valid()     # never handed on half done
+        self.wire(self.out, "logical_flow_output", "SB_logical_flow", "Logical_Flow",
+                  "logical_flow", slice_ms)
 
     def table(self) -> set[tuple[Any, ...]]:
         out = set()

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 import physical
-from controller.engine.core import Engine, Node
 from controller.lflow.snapshot import SbSnapshot
 from controller.nodes.physical_flow_output import PflowOutput
-from controller.ovsdb.tracking import ROW_DELETE, ROW_UPDATE, TableChanges
+from controller.ovsdb.tracking import ROW_DELETE, ROW_UPDATE
 from integration.test_physical_parity import RICH, build_context
 from ofctrl.desired import DesiredFlowTable
+from tests.agent.sliced_harness import OneNodeEngine
 
 pytestmark = pytest.mark.skipif(not (RICH / "sb.db").exists(), reason="no reference data")
 
@@ -25,7 +25,7 @@ TABLES = ("Port_Binding", "Multicast_Group", "MAC_Binding", "Static_MAC_Binding"
           "Load_Balancer", "FDB")
 
 
-class Harness:
+class Harness(OneNodeEngine):
     """A PflowOutput over the snapshot in a one-node engine whose only input
     is the Multicast_Group table (its handler rebuilds the changed groups)."""
 
@@ -37,35 +37,8 @@ class Harness:
         self.out = PflowOutput(st, lambda t: self.rows.get(t, {}),   # type: ignore[arg-type]
                                lambda: None)
         self.out._ctx = lambda node: self.ctx       # type: ignore[method-assign]
-        self.out.slice_ms = slice_ms
-        self.changes = TableChanges("Multicast_Group")
-        self.changed = False
-        leaf = Node("SB_multicast_group", lambda n: self.changed, data=self.changes)
-        o = self.out
-        self.node = Node("pflow_output", o.run, data=o.data, pending=o.pending, resume=o.resume)
-        self.node.add_input(leaf, o.handlers["multicast_group"])
-        self.engine = Engine(self.node)
-        self.engine.set_force_recompute()
-
-    def run(self) -> None:
-        self.engine.run()
-        self.engine.clear_force()
-        self.changed = False
-        self.changes = self.node.input("SB_multicast_group").data = TableChanges("Multicast_Group")
-
-    def record(self, event: str, row: Any) -> None:
-        self.changes.record(event, row)
-        self.changed = True
-
-    def finish(self) -> int:
-        runs = 0
-        while True:
-            self.run()
-            runs += 1
-            if not self.node.pending():
-                assert self.node.is_valid()
-                return runs
-            assert not self.node.is_valid()     # never handed on half done
+        self.wire(self.out, "physical_flow_output", "SB_multicast_group", "Multicast_Group",
+                  "multicast_group", slice_ms)
 
     def table(self) -> set[tuple[Any, ...]]:
         return _contents(self.out.data.flow_table)
