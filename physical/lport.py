@@ -7,7 +7,10 @@
   be active, by priority then name, both descending
   (``get_ordered_ha_chassis_list``);
 * :func:`ha_group_is_active` - is this chassis the active member of an HA
-  chassis group (``ha_chassis_group_is_active``).
+  chassis group (``ha_chassis_group_is_active``);
+* :func:`lport_is_chassis_resident` - is a logical port resident here: bound
+  here, or a chassisredirect port whose HA group is active here
+  (``lport_is_chassis_resident``).
 
 Rows are IDL rows or fakes with the same attributes; chassis are compared
 by UUID.  Pure functions, no state.
@@ -16,7 +19,7 @@ by UUID.  Pure functions, no state.
 from __future__ import annotations
 
 import enum
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 from physical.inputs import opt_first, same_chassis
 
@@ -97,3 +100,19 @@ def ha_group_is_active(group: Any | None, active_tunnels: Collection[str],
         return False
     ordered = ha_chassis_ordered(group, active_tunnels, chassis)
     return ordered is not None and same_chassis(ordered[0], chassis)
+
+
+def lport_is_chassis_resident(name: str, chassis: Any | None,
+                              pb_by_name: Callable[[str], Any | None],
+                              active_tunnels: Collection[str]) -> bool:
+    """Port `name` is bound to `chassis`, or is a chassisredirect port whose
+    HA chassis group has `chassis` as its active member."""
+    pb = pb_by_name(name)
+    if pb is None:
+        return False
+    ch = opt_first(pb.chassis)
+    if ch is None:
+        return False
+    if pb.type != "chassisredirect":
+        return same_chassis(ch, chassis)
+    return ha_group_is_active(opt_first(pb.ha_chassis_group), active_tunnels, chassis)

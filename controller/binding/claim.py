@@ -47,6 +47,7 @@ from controller.binding.local_data import (
 from controller.ovsdb.indexes import SbIndexes
 from controller.vlog import RateLimiter
 from physical.lport import CanBind, can_bind_here  # noqa: F401  (CanBind re-exported)
+from physical.inputs import same_chassis
 
 log = structlog.get_logger("binding")
 _rl_notclaim = RateLimiter(per_minute=60, burst=5)
@@ -59,16 +60,12 @@ OVN_INSTALLED_TS = "ovn-installed-ts"
 TUNNEL_TYPES = frozenset(("geneve", "vxlan", "stt", "patch", "gre", "erspan", "ip6erspan"))
 
 
-def _same(a: Any, b: Any) -> bool:
-    return a is not None and b is not None and a.uuid == b.uuid
-
-
 def pb_chassis(pb: Any) -> Any | None:
     return opt_first(pb.chassis)
 
 
 def is_additional_chassis(pb: Any, chassis: Any) -> bool:
-    return any(_same(c, chassis) for c in pb.additional_chassis)
+    return any(same_chassis(c, chassis) for c in pb.additional_chassis)
 
 
 def iface_ofport(iface: Any) -> int:
@@ -307,7 +304,7 @@ class Binder:
                 log.info_rl(_rl_notclaim, f"Not claiming lport {pb.logical_port}, chassis {me.name} "
                             f"requested-chassis {pb.options.get('requested-chassis', '[]')} "
                             f"pb->chassis {ch.name if ch is not None else ''}")
-        if _same(pb_chassis(pb), me) or is_additional_chassis(pb, me) \
+        if same_chassis(pb_chassis(pb), me) or is_additional_chassis(pb, me) \
                 or self.ctx.if_mgr.state_of(pb.logical_port) is not None:
             if lb is None or lb.iface is None or cb is CanBind.CANNOT:
                 return self._release(pb)
@@ -332,7 +329,7 @@ class Binder:
                 self._related_remove(pb)
         plb.children[pb.logical_port] = (pb, LportType.CONTAINER)
         if ppb is None or plb.ptype is not LportType.VIF:
-            if _same(pb_chassis(pb), self.ctx.chassis):
+            if same_chassis(pb_chassis(pb), self.ctx.chassis):
                 return self._release(pb)
             return True
         return self._consider_vif_(pb, can_bind_here(self.ctx.chassis, pb), plb, ppb)
@@ -346,7 +343,7 @@ class Binder:
                 ppb = self.ctx.idx.pb_by_name.get(vp)
                 if ppb is not None and lport_type(ppb) is LportType.VIF:
                     self._consider_vif(ppb)
-            if plb.pb is not None and _same(pb_chassis(plb.pb), self.ctx.chassis):
+            if plb.pb is not None and same_chassis(pb_chassis(plb.pb), self.ctx.chassis):
                 plb.children[pb.logical_port] = (pb, LportType.VIRTUAL)
                 bound = plb
         if not self._consider_vif_(pb, CanBind.MAIN, bound, bound.pb if bound else None):
@@ -375,7 +372,7 @@ class Binder:
             self._add_dp(pb)
             self._related_add(pb)
             return self._claim(pb, None, None, notify_up=False, cb=CanBind.MAIN)
-        if _same(pb_chassis(pb), me) or is_additional_chassis(pb, me):
+        if same_chassis(pb_chassis(pb), me) or is_additional_chassis(pb, me):
             return self._release(pb)
         return True
 
@@ -395,14 +392,14 @@ class Binder:
         name = pb.logical_port
         if cb is CanBind.MAIN:
             cur = pb_chassis(pb)
-            if not _same(cur, me):
+            if not same_chassis(cur, me):
                 if cur is not None and self._maybe_postpone(name):
                     return True
                 if is_additional_chassis(pb, me):
                     if ro:
                         return False
                     pb.additional_chassis = [c for c in pb.additional_chassis
-                                             if not _same(c, me)]
+                                             if not same_chassis(c, me)]
                 if not notify_up:
                     if not self._claimed_set_up(pb, parent):
                         return False
@@ -445,7 +442,7 @@ class Binder:
         me = self.ctx.chassis
         ro = self.ctx.sb_readonly
         name = pb.logical_port
-        if _same(pb_chassis(pb), me):
+        if same_chassis(pb_chassis(pb), me):
             if opt_first(pb.encap) is not None:
                 if ro:
                     return False
@@ -462,7 +459,7 @@ class Binder:
         elif is_additional_chassis(pb, me):
             if ro:
                 return False
-            pb.additional_chassis = [c for c in pb.additional_chassis if not _same(c, me)]
+            pb.additional_chassis = [c for c in pb.additional_chassis if not same_chassis(c, me)]
             log.info(f"Releasing lport {name} from this additional chassis.")
         else:
             log.info(f"Releasing lport {name}")
@@ -487,13 +484,13 @@ class Binder:
 
     def pb_chassis_is_set(self, iface_id: str, chassis: Any) -> bool:
         _, pb = self._primary(iface_id)
-        return pb is not None and (_same(pb_chassis(pb), chassis)
+        return pb is not None and (same_chassis(pb_chassis(pb), chassis)
                                    or is_additional_chassis(pb, chassis))
 
     def set_pb_chassis_row(self, pb: Any, chassis: Any, is_set: bool,
                            iface: Any | None) -> None:
         cur = pb_chassis(pb)
-        if not _same(cur, chassis):
+        if not same_chassis(cur, chassis):
             if is_set:
                 if cur is not None:
                     log.info(f"Changing chassis for lport {pb.logical_port} from {cur.name} "
@@ -522,10 +519,10 @@ class Binder:
         elif is_set and not is_additional_chassis(pb, chassis):
             log.info(f"Claiming lport {pb.logical_port} for this additional chassis.")
             pb.additional_chassis = list(pb.additional_chassis) + [chassis]
-            if _same(pb_chassis(pb), chassis):
+            if same_chassis(pb_chassis(pb), chassis):
                 pb.chassis = []
         elif not is_set and is_additional_chassis(pb, chassis):
-            pb.additional_chassis = [c for c in pb.additional_chassis if not _same(c, chassis)]
+            pb.additional_chassis = [c for c in pb.additional_chassis if not same_chassis(c, chassis)]
 
     def is_ovn_installed(self, iface_id: str) -> bool:
         lb = self.rt.bindings.get(iface_id)
@@ -534,7 +531,7 @@ class Binder:
 
     def is_up(self, iface_id: str, chassis: Any) -> bool:
         lb, pb = self._primary(iface_id)
-        if pb is not None and not _same(pb_chassis(pb), chassis):
+        if pb is not None and not same_chassis(pb_chassis(pb), chassis):
             return False
         if lb is not None and pb is not None and lb.iface is not None:
             if pb.up and opt_first(pb.up) is not True:
@@ -546,7 +543,7 @@ class Binder:
         lb, pb = self._primary(iface_id)
         if pb is not None:
             cur = pb_chassis(pb)
-            if _same(cur, chassis):
+            if same_chassis(cur, chassis):
                 return False
             if cur is not None:
                 return True
@@ -567,7 +564,7 @@ class Binder:
             lb.iface.setkey("external_ids", OVN_INSTALLED, "true")
             lb.iface.setkey("external_ids", OVN_INSTALLED_TS, ts)
         if not sb_readonly and lb is not None and pb is not None and pb.up \
-                and opt_first(pb.up) is not True and _same(pb_chassis(pb), chassis):
+                and opt_first(pb.up) is not True and same_chassis(pb_chassis(pb), chassis):
             log.info(f"Setting lport {iface_id} up in Southbound")
             pb.up = [True]
             for cpb, _ in lb.children.values():
@@ -583,7 +580,7 @@ class Binder:
             lb.iface.delkey("external_ids", OVN_INSTALLED)
         if not sb_readonly and pb is not None and opt_first(pb.up) is True:
             cur = pb_chassis(pb)
-            if cur is None or _same(cur, chassis):
+            if cur is None or same_chassis(cur, chassis):
                 log.info(f"Setting lport {pb.logical_port} down in Southbound")
                 pb.up = [False]
                 if lb is not None:
@@ -605,7 +602,7 @@ class Binder:
         if opt_first(pb.up) is True:
             log.info(f"Setting lport {iface_id} down in Southbound")
             pb.up = [False]
-        if _same(pb_chassis(pb), chassis):
+        if same_chassis(pb_chassis(pb), chassis):
             pb.chassis = []
 
     # ---------------------------------------------------------- localnet
@@ -671,11 +668,11 @@ def binding_cleanup(sb_txn: Any | None, pb_rows: Mapping[Any, Any], chassis: Any
         return True
     any_change = False
     for pb in pb_rows.values():
-        if _same(pb_chassis(pb), chassis):
+        if same_chassis(pb_chassis(pb), chassis):
             pb.chassis = []
             any_change = True
         if is_additional_chassis(pb, chassis):
-            pb.additional_chassis = [c for c in pb.additional_chassis if not _same(c, chassis)]
+            pb.additional_chassis = [c for c in pb.additional_chassis if not same_chassis(c, chassis)]
             any_change = True
     if any_change:
         sb_txn.add_comment(f"ovn-controller: removing all port bindings for '{chassis.name}'")

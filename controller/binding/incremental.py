@@ -36,12 +36,12 @@ from controller.binding.claim import (
     BindingCtx,
     RuntimeData,
     _rl_dup,
-    _same,
     iface_ofport,
     is_additional_chassis,
     pb_chassis,
 )
 from controller.binding.local_data import LportType, TrackedType, lport_type
+from physical.inputs import same_chassis
 
 log = structlog.get_logger("binding")
 
@@ -147,7 +147,7 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
             return False
         lb = rt.bindings.get(name)
         if lb is None or lb.iface is None:
-            if name in rt.bound_here or _same(pb_chassis(pb), ctx.chassis) \
+            if name in rt.bound_here or same_chassis(pb_chassis(pb), ctx.chassis) \
                     or ctx.if_mgr.state_of(name) is not None:
                 if lb is not None:
                     lb.pb = None
@@ -156,7 +156,7 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
                 if lb is not None:
                     for child in list(lb.children):
                         cpb = ctx.idx.pb_by_name.get(child)
-                        if cpb is not None and _same(pb_chassis(cpb), ctx.chassis):
+                        if cpb is not None and same_chassis(pb_chassis(cpb), ctx.chassis):
                             if not b._release(cpb):
                                 return False
             continue
@@ -187,7 +187,7 @@ def _foreign_l3gw(ctx: BindingCtx, rt: RuntimeData, tr: Any) -> bool:
         old = tr.old_value("chassis")
         if me.uuid in (old if isinstance(old, (list, set, tuple)) else [old]):
             return False        # it was ours: its peer may be a local datapath
-    return not (_same(pb_chassis(pb), me) or is_additional_chassis(pb, me))
+    return not (same_chassis(pb_chassis(pb), me) or is_additional_chassis(pb, me))
 
 
 def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: Any) -> bool:

@@ -71,7 +71,7 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from controller.binding.local_data import ha_group_is_active, opt_first
+from controller.binding.local_data import opt_first
 from controller.lflow.actions.base import OP_BFD_MSG
 from controller.pinctrl import frames
 from controller.pinctrl.frames import FrameError
@@ -82,6 +82,7 @@ from controller.pinctrl.packet_in import PacketIn
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
 from controller.vlog import RateLimiter
+from physical.lport import lport_is_chassis_resident
 
 __all__ = ["BfdSpec", "BfdMsg", "BfdDrop", "BfdSessions", "bfd_specs", "bfd_frame", "parse_bfd",
            "handle_bfd_msg", "attach", "ADMIN_DOWN", "DOWN", "INIT", "UP", "STATUS",
@@ -195,21 +196,6 @@ def _scalar(v: Any, default: Any) -> Any:
     return default if v is None else v
 
 
-def _resident(name: str, chassis: Any, pb_by_name: Callable[[str], Any],
-              active_tunnels: set[str] | frozenset[str]) -> bool:
-    """lport_is_chassis_resident."""
-    pb = pb_by_name(name)
-    if pb is None:
-        return False
-    ch = opt_first(pb.chassis)
-    if ch is None:
-        return False
-    if pb.type != "chassisredirect":
-        return bool(ch.uuid == chassis.uuid)
-    return bool(ha_group_is_active(opt_first(pb.ha_chassis_group), set(active_tunnels),
-                                   chassis))
-
-
 def bfd_specs(rows: Iterable[Any], chassis: Any, pb_by_name: Callable[[str], Any],
               active_tunnels: set[str] | frozenset[str] = frozenset()) -> list[BfdSpec]:
     """The SB BFD rows this chassis runs (bfd_monitor_run's filter)."""
@@ -225,7 +211,7 @@ def bfd_specs(rows: Iterable[Any], chassis: Any, pb_by_name: Callable[[str], Any
             continue
         ch = opt_first(pb.chassis)
         here = pb.type == "l3gateway" and ch is not None and ch.uuid == chassis.uuid
-        if not here and not _resident("cr-" + row.logical_port, chassis, pb_by_name,
+        if not here and not lport_is_chassis_resident("cr-" + row.logical_port, chassis, pb_by_name,
                                       active_tunnels):
             continue
         if pb.datapath is None:

@@ -73,6 +73,7 @@ from controller.lflow.lexer import T_ID, T_LPAREN, T_RPAREN, T_STRING, Lexer
 from controller.ovsdb.indexes import SbIndexes, ref_uuid
 from controller.pinctrl.openflow import po_inject
 from controller.vlog import RateLimiter
+from physical.inputs import same_chassis
 
 log = structlog.get_logger("pinctrl")
 log_util = structlog.get_logger("ovn_util")
@@ -309,10 +310,6 @@ class GarpInputs:
     entries: tuple[GarpEntry, ...] = ()
 
 
-def _same(a: Any, b: Any) -> bool:
-    return a is not None and b is not None and a.uuid == b.uuid
-
-
 def _sorted_strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -350,7 +347,7 @@ class _Planner:
         if ch is None:
             return False
         if pb.type != "chassisredirect":
-            return _same(ch, self.chassis)
+            return same_chassis(ch, self.chassis)
         return ha_group_is_active(opt_first(pb.ha_chassis_group), self.active_tunnels,
                                   self.chassis)
 
@@ -424,7 +421,7 @@ def garp_inputs(chassis: Any, idx: SbIndexes, local_datapaths: Mapping[Any, Loca
     gw_done: set[str] = set()
     for iface_id in sorted(set(vif_iface_ids)):
         pb = idx.pb_by_name.get(iface_id)
-        if pb is None or not _same(opt_first(pb.chassis), chassis):
+        if pb is None or not same_chassis(opt_first(pb.chassis), chassis):
             continue
         ld = p.ld_of(pb)
         if ld is None or ld.localnet_port is None:
@@ -439,7 +436,7 @@ def garp_inputs(chassis: Any, idx: SbIndexes, local_datapaths: Mapping[Any, Loca
         for pb in idx.pbs_on_datapath(ld.uuid):
             if not has_map_key(pb, "type", _GW_TYPES):
                 continue
-            if pb.type == "patch" or _same(opt_first(pb.chassis), chassis):
+            if pb.type == "patch" or same_chassis(opt_first(pb.chassis), chassis):
                 gw_ports[pb.logical_port] = pb
     for name in sorted(gw_ports):
         if name not in gw_done:

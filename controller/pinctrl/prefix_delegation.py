@@ -77,7 +77,7 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from controller.binding.local_data import ha_group_is_active, opt_first
+from controller.binding.local_data import opt_first
 from controller.lflow.actions.base import OP_DHCP6_SERVER
 from controller.ovsdb.indexes import ref_uuid
 from controller.pinctrl.frames import (
@@ -98,6 +98,8 @@ from controller.pinctrl.ra import extract_ip_addresses
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
 from controller.vlog import RateLimiter, get_logger
+from physical.inputs import same_chassis
+from physical.lport import lport_is_chassis_resident
 
 __all__ = ["PdEntry", "PdInputs", "PrefixDelegation", "pd_inputs", "client_frame",
            "parse_advertise", "parse_reply", "request_frame", "handle_dhcpv6_reply", "attach",
@@ -225,25 +227,6 @@ def _client_mac(pb: Any) -> bytes:
     return bytes(6)
 
 
-def _same(a: Any, b: Any) -> bool:
-    return a is not None and b is not None and a.uuid == b.uuid
-
-
-def _resident(name: str, chassis: Any, pb_by_name: Callable[[str], Any | None],
-              active_tunnels: set[str] | frozenset[str]) -> bool:
-    """lport_is_chassis_resident."""
-    pb = pb_by_name(name)
-    if pb is None:
-        return False
-    ch = opt_first(pb.chassis)
-    if ch is None:
-        return False
-    if pb.type != "chassisredirect":
-        return _same(ch, chassis)
-    return bool(ha_group_is_active(opt_first(pb.ha_chassis_group), set(active_tunnels),
-                                   chassis))
-
-
 def pd_inputs(port_bindings: Iterable[Any], chassis: Any,
               pb_by_name: Callable[[str], Any | None],
               local_datapaths: Mapping[uuidlib.UUID, Any],
@@ -266,8 +249,8 @@ def pd_inputs(port_bindings: Iterable[Any], chassis: Any,
         peer = pb_by_name(peer_name) if peer_name else None
         if peer is None or peer.datapath is None:
             continue
-        resident = _resident("cr-" + pb.logical_port, chassis, pb_by_name, active_tunnels)
-        if (pb.type != "l3gateway" or not _same(opt_first(pb.chassis), chassis)) \
+        resident = lport_is_chassis_resident("cr-" + pb.logical_port, chassis, pb_by_name, active_tunnels)
+        if (pb.type != "l3gateway" or not same_chassis(opt_first(pb.chassis), chassis)) \
                 and not resident:
             continue
         addr = _gateway_address(pb)
