@@ -89,6 +89,7 @@ from controller.pinctrl.packet_in import PacketIn
 from controller.pinctrl.registry import handler
 from controller.pinctrl.state import LocalView
 from controller.vlog import RateLimiter
+from physical.inputs import opt_first
 
 __all__ = ["McastConfig", "McastSnoop", "load_config", "igmp_query", "mld_query", "attach",
            "configs_from_rows", "cleanup", "handle_igmp", "MC_FLOOD", "MC_MROUTER_FLOOD", "MC_FLOOD_L2", "MROUTERS", "PORT_BURST",
@@ -140,14 +141,20 @@ class McastConfig:
 _ZERO_CFG = McastConfig()
 
 
-def _opt(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return v[0] if v else None
-    return v
-
-
 def _u32(v: int) -> int:
     return int(v) & 0xFFFFFFFF
+
+
+def _querier_src(text: str | None, family: int, invalid: str, warnings: list[str]) -> bytes:
+    """The packed source address of the querier ("" unset or invalid; an
+    invalid one adds `invalid` to `warnings`)."""
+    if not text:
+        return b""
+    try:
+        return socket.inet_pton(family, text)
+    except (OSError, ValueError):
+        warnings.append(invalid)
+        return b""
 
 
 def _mac(text: str) -> bytes | None:
@@ -165,37 +172,24 @@ def load_config(row: Any) -> tuple[McastConfig, list[str]]:
     """ip_mcast_snoop_cfg_load: the config of one IP_Multicast row and the
     warnings C logs for it."""
     warnings: list[str] = []
-    enabled = bool(_opt(row.enabled))
-    querier = enabled and bool(_opt(row.querier))
-    table_size = _opt(row.table_size)
+    enabled = bool(opt_first(row.enabled))
+    querier = enabled and bool(opt_first(row.querier))
+    table_size = opt_first(row.table_size)
     table_size = _u32(table_size) if table_size is not None else DEFAULT_TABLE_SIZE
-    idle = _opt(row.idle_timeout)
+    idle = opt_first(row.idle_timeout)
     idle = _u32(idle) if idle is not None else DEFAULT_IDLE_S
-    interval = _opt(row.query_interval)
+    interval = opt_first(row.query_interval)
     interval = _u32(interval) if interval is not None else max(idle // 2, MIN_QUERY_INTERVAL_S)
-    max_resp = _opt(row.query_max_resp)
+    max_resp = opt_first(row.query_max_resp)
     max_resp = _u32(max_resp) if max_resp is not None else DEFAULT_MAX_RESP_S
     q4 = q6 = querier
     eth = ip4 = ip6 = b""
     if querier:
-        text4 = row.ip4_src or ""
-        if not text4:
-            q4 = False
-        else:
-            try:
-                ip4 = socket.inet_pton(socket.AF_INET, text4)
-            except (OSError, ValueError):
-                warnings.append("IGMP Querier enabled with invalid IPv4 src address")
-                q4 = False
-        text6 = row.ip6_src or ""
-        if not text6:
-            q6 = False
-        else:
-            try:
-                ip6 = socket.inet_pton(socket.AF_INET6, text6)
-            except (OSError, ValueError):
-                warnings.append("MLD Querier enabled with invalid IPv6 src address")
-                q6 = False
+        ip4 = _querier_src(row.ip4_src, socket.AF_INET,
+                           "IGMP Querier enabled with invalid IPv4 src address", warnings)
+        ip6 = _querier_src(row.ip6_src, socket.AF_INET6,
+                           "MLD Querier enabled with invalid IPv6 src address", warnings)
+        q4, q6 = bool(ip4), bool(ip6)
         if not q4 and not q6:
             warnings.append("IGMP Querier enabled without a valid IPv4 or IPv6 address")
         mac = _mac(row.eth_src or "")
@@ -372,8 +366,8 @@ class McastSnoop:
         flush = set(flush)
         mine: dict[tuple[str, uuidlib.UUID], Any] = {}
         for row in list(igmp_rows):
-            dp = _opt(row.datapath)
-            ch = _opt(row.chassis)
+            dp = opt_first(row.datapath)
+            ch = opt_first(row.chassis)
             if dp is None or ch is None or ch.uuid != chassis.uuid:
                 continue
             dp_key = int(dp.tunnel_key)
@@ -566,7 +560,7 @@ def configs_from_rows(rows: Iterable[Any], local_keys: Iterable[int]) -> dict[in
     local = set(local_keys)
     out: dict[int, McastConfig] = {}
     for row in rows:
-        dp = _opt(row.datapath)
+        dp = opt_first(row.datapath)
         if dp is None:
             continue
         key = int(dp.tunnel_key)
