@@ -424,7 +424,6 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                 # thrown away shows up as sb_res.reset (recompute below).
                 self.monitor_key = None
                 self.expected_cond_seqno = sb.cond_seqno
-            self.lflow.sb_changed(sb.tracker)
             if sb_res.reset:
                 self._sb_replaced = self._sb_nb_cfg
                 self._sb_replaced_until = time.monotonic() + SB_REFILL_HOLD_S
@@ -447,6 +446,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                     else "OVNSB contents loaded, force recompute.")
             else:
                 self.st.idx.apply(sb.tracker)
+                self.st.idx.track_references(sb.tracker, self._sb_table)
+            self.lflow.sb_changed(sb.tracker)
         ls.stage_done("idl-run")
 
         br_name = knobs["ovn-bridge"]

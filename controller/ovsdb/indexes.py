@@ -9,6 +9,18 @@ first unfiles the row by those remembered keys (the IDL only gives raw old
 datums), then files it again under its current keys.  After the initial
 :meth:`SbIndexes.rebuild`, :meth:`SbIndexes.apply` touches only the rows
 changed in this iteration, so no loop walks every Port_Binding.
+
+:meth:`SbIndexes.track_references` stands in for the C IDL's reference
+tracking where the agent reads through a reference: a row that changed
+makes the rows referring to it tracked too (updated, no column changed).
+Followed: HA_Chassis -> HA_Chassis_Group -> Port_Binding (the residency
+of chassisredirect and external ports, and with it their lflows and ct
+zones, follows a group's members without the Port_Binding row changing,
+e.g. northd filling in ``HA_Chassis.chassis`` once a wiped SB has our
+Chassis row again) and Logical_DP_Group -> Logical_Flow / Load_Balancer
+(northd edits a datapath group in place when a datapath joins or leaves
+it; the lflows of the group are then processed again, as C's noop edge
+from SB_logical_dp_group expects).
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any, Callable, Generic, Hashable, Iterable, Mapping, TypeVar
 
-from controller.ovsdb.tracking import ChangeTracker, TableChanges
+from controller.ovsdb.tracking import ROW_UPDATE, ChangeTracker, TableChanges
 
 K = TypeVar("K", bound=Hashable)
 
@@ -41,6 +53,21 @@ def ref_uuid(row: Any, column: str) -> uuidlib.UUID | None:
         return v
     u = getattr(v, "uuid", None)
     return u if isinstance(u, uuidlib.UUID) else None
+
+
+def ref_uuids(row: Any, column: str) -> set[uuidlib.UUID]:
+    """UUIDs held in a set-of-references column, without lookups."""
+    data = row.__dict__.get("_data") if hasattr(row, "__dict__") else None
+    if data is not None and column in data:
+        values = getattr(data[column], "values", None)
+        if values is not None:
+            return {a.value for a in values if isinstance(a.value, uuidlib.UUID)}
+    out: set[uuidlib.UUID] = set()
+    for v in getattr(row, column, None) or ():
+        u = v if isinstance(v, uuidlib.UUID) else getattr(v, "uuid", None)
+        if isinstance(u, uuidlib.UUID):
+            out.add(u)
+    return out
 
 
 class UniqueIndex(Generic[K]):
@@ -128,16 +155,22 @@ class SbIndexes:
         self.pb_by_name: UniqueIndex[str] = UniqueIndex(lambda r: r.logical_port)
         self.pb_by_key: UniqueIndex[tuple[uuidlib.UUID, int]] = UniqueIndex(_pb_dp_key)
         self.pb_by_datapath: MultiIndex[uuidlib.UUID] = MultiIndex(lambda r: ref_uuid(r, "datapath"))
+        self.pb_by_ha_group: MultiIndex[uuidlib.UUID] = MultiIndex(
+            lambda r: ref_uuid(r, "ha_chassis_group"))
+        self.lf_by_dp_group: MultiIndex[uuidlib.UUID] = MultiIndex(
+            lambda r: ref_uuid(r, "logical_dp_group"))
         self.dp_by_key: UniqueIndex[int] = UniqueIndex(lambda r: int(r.tunnel_key))
         self.chassis_by_name: UniqueIndex[str] = UniqueIndex(lambda r: r.name)
         self.mg_by_name: UniqueIndex[tuple[uuidlib.UUID, str]] = UniqueIndex(_mg_dp_name)
         self.chassis_private_by_name: UniqueIndex[str] = UniqueIndex(lambda r: r.name)
         self.tables: dict[str, tuple[AnyIndex, ...]] = {
-            "Port_Binding": (self.pb_by_name, self.pb_by_key, self.pb_by_datapath),
+            "Port_Binding": (self.pb_by_name, self.pb_by_key, self.pb_by_datapath,
+                             self.pb_by_ha_group),
             "Datapath_Binding": (self.dp_by_key,),
             "Chassis": (self.chassis_by_name,),
             "Chassis_Private": (self.chassis_private_by_name,),
             "Multicast_Group": (self.mg_by_name,),
+            "Logical_Flow": (self.lf_by_dp_group,),
         }
 
     def rebuild(self, tables: Mapping[str, Mapping[uuidlib.UUID, Any]]) -> None:
@@ -175,3 +208,34 @@ class SbIndexes:
 
     def pbs_on_datapath(self, dp: uuidlib.UUID) -> Iterable[Any]:
         return self.pb_by_datapath.get(dp).values()
+
+    def track_references(self, tracker: ChangeTracker,
+                         tables: Callable[[str], Mapping[uuidlib.UUID, Any]]) -> None:
+        """After :meth:`apply`: every row holding a reference to a row
+        created or updated in this iteration becomes tracked as updated (no
+        column changed), for the references the agent reads through (C's
+        IDL does this for every reference).  A deleted row needs nothing:
+        the server changes or deletes its referrers in the same transaction."""
+        def touched(table: str) -> set[uuidlib.UUID]:
+            tc = tracker.tables.get(table)
+            return set(tc.created) | set(tc.updated) if tc else set()
+
+        def mark(table: str, rows: Iterable[Any]) -> None:
+            tc = tracker.tables.get(table)
+            for row in rows:
+                if tc is None or row.uuid not in tc.deleted:
+                    tracker.record(table, ROW_UPDATE, row, {})
+                    tc = tracker.tables[table]
+
+        members = touched("HA_Chassis")
+        if members:
+            mark("HA_Chassis_Group", [g for g in tables("HA_Chassis_Group").values()
+                                      if not members.isdisjoint(ref_uuids(g, "ha_chassis"))])
+        for g in touched("HA_Chassis_Group"):
+            mark("Port_Binding", self.pb_by_ha_group.get(g).values())
+        dp_groups = touched("Logical_DP_Group")
+        if dp_groups:
+            for g in dp_groups:
+                mark("Logical_Flow", self.lf_by_dp_group.get(g).values())
+            mark("Load_Balancer", [lb for lb in tables("Load_Balancer").values()
+                                   if ref_uuid(lb, "datapath_group") in dp_groups])

@@ -102,3 +102,92 @@ def test_sb_monitor_conditions():
     assert pre["Logical_Flow"] == [False]
     allc = sb_monitor_conditions("hv1", ch, [], [], True)
     assert all(v == [True] for v in allc.values())
+
+
+def _ha_rows():
+    d = dp(1)
+    m1, m2 = FakeRow(chassis=[], priority=20), FakeRow(chassis=[], priority=10)
+    g1, g2 = FakeRow(name="g1", ha_chassis=[m1]), FakeRow(name="g2", ha_chassis=[m2])
+    cr = pb("cr-lr0-pub", d, 1, "chassisredirect", ha_chassis_group=[g1])
+    ext = pb("ext1", d, 2, "external", ha_chassis_group=[g2])
+    plain = pb("p1", d, 3)
+    return d, m1, m2, g1, g2, cr, ext, plain
+
+
+def test_reference_tracking_ha_chain():
+    """An HA_Chassis change alone (northd filling in its chassis once ours is
+    back) makes the group holding it and the ports naming that group tracked
+    updates, with no column changed, as the C IDL does; other rows stay
+    untracked, deleted rows stay deleted, created rows stay created."""
+    d, m1, m2, g1, g2, cr, ext, plain = _ha_rows()
+    tables = {"HA_Chassis_Group": {g.uuid: g for g in (g1, g2)}}
+    idx = SbIndexes()
+    idx.rebuild({"Port_Binding": {p.uuid: p for p in (cr, ext, plain)}})
+    t = ChangeTracker(["HA_Chassis", "HA_Chassis_Group", "Port_Binding"])
+    t.record("HA_Chassis", ROW_UPDATE, m1, {"chassis": []})
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["HA_Chassis_Group"].updated) == {g1.uuid}
+    assert set(t["Port_Binding"].updated) == {cr.uuid}
+    assert t["Port_Binding"].updated[cr.uuid].old == {}
+    t.clear()
+    # a group edited in place (a member added): its ports, not the others'
+    t.record("HA_Chassis_Group", ROW_UPDATE, g2, {"ha_chassis": []})
+    t.record("Port_Binding", ROW_DELETE, plain)
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["Port_Binding"].updated) == {ext.uuid}
+    assert set(t["Port_Binding"].deleted) == {plain.uuid}
+    t.clear()
+    # a port deleted or created in the same iteration keeps its own change
+    t.record("HA_Chassis", ROW_UPDATE, m1, {"priority": 30})
+    t.record("Port_Binding", ROW_DELETE, cr)
+    idx.apply(t)
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert not t["Port_Binding"].updated and set(t["Port_Binding"].deleted) == {cr.uuid}
+    t.clear()
+    cr2 = pb("cr-lr0-pub", d, 1, "chassisredirect", ha_chassis_group=[g1])
+    t.record("Port_Binding", ROW_CREATE, cr2)
+    t.record("HA_Chassis", ROW_UPDATE, m1, {"priority": 20})
+    idx.apply(t)
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["Port_Binding"].created) == {cr2.uuid} and not t["Port_Binding"].updated
+    t.clear()
+    # nothing of the HA chain changed: nothing marked
+    t.record("Port_Binding", ROW_UPDATE, ext, {"up": [False]})
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["Port_Binding"].updated) == {ext.uuid} and not t["HA_Chassis_Group"]
+
+
+def test_reference_tracking_dp_group():
+    """A Logical_DP_Group edited in place (a datapath joins or leaves it)
+    makes the lflows and load balancers using it tracked updates; the index
+    follows an lflow moving to another group."""
+    d1, d2 = dp(1), dp(2)
+    grp, other = FakeRow(datapaths=[d1, d2]), FakeRow(datapaths=[d1])
+    lf_grouped = FakeRow(logical_datapath=[], logical_dp_group=[grp])
+    lf_other = FakeRow(logical_datapath=[], logical_dp_group=[other])
+    lf_single = FakeRow(logical_datapath=[d1], logical_dp_group=[])
+    lb = FakeRow(name="lb", datapaths=[], datapath_group=[grp])
+    lb_plain = FakeRow(name="lb2", datapaths=[d1], datapath_group=[])
+    lfs = {r.uuid: r for r in (lf_grouped, lf_other, lf_single)}
+    tables = {"Load_Balancer": {lb.uuid: lb, lb_plain.uuid: lb_plain}}
+    idx = SbIndexes()
+    idx.rebuild({"Logical_Flow": lfs})
+    t = ChangeTracker(["Logical_DP_Group", "Logical_Flow", "Load_Balancer"])
+    grp.__dict__["datapaths"] = [d1]
+    t.record("Logical_DP_Group", ROW_UPDATE, grp, {"datapaths": []})
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["Logical_Flow"].updated) == {lf_grouped.uuid}
+    assert set(t["Load_Balancer"].updated) == {lb.uuid}
+    t.clear()
+    lf_grouped.__dict__["logical_dp_group"] = [other]
+    t.record("Logical_Flow", ROW_UPDATE, lf_grouped, {"logical_dp_group": [grp]})
+    idx.apply(t)
+    t.clear()
+    t.record("Logical_DP_Group", ROW_UPDATE, grp, {"datapaths": []})
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert not t["Logical_Flow"]
+    t.clear()
+    t.record("Logical_DP_Group", ROW_UPDATE, other, {"datapaths": []})
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert set(t["Logical_Flow"].updated) == {lf_grouped.uuid, lf_other.uuid}
+    assert not t["Load_Balancer"]
