@@ -49,9 +49,10 @@ SB_TABLE_NODES = {
 }
 # Tables whose changes a table node reports beyond its own.  The C agent sees
 # an HA_Chassis_Group change as an update of the Port_Binding rows that
-# refer to it (IDL reference tracking), which the physical flows of those
-# ports follow; our tracker has no reference tracking, so the group changes
-# ride on SB_encap, whose every change recomputes physical_flow_output.
+# refer to it (IDL reference tracking); so do we (SbIndexes.track_references
+# marks them, and the groups of an updated HA_Chassis), and the group
+# changes also ride on SB_encap, whose every change recomputes
+# physical_flow_output (HA bundles of other chassis' gateway ports).
 SB_TABLE_ALSO: dict[str, tuple[str, ...]] = {"SB_encap": ("HA_Chassis_Group",)}
 # Columns whose changes make an OVS table node UPDATED (the C agent only
 # tracks these; e.g. br-int external_ids writes never trigger recomputes).
@@ -123,7 +124,8 @@ GRAPH: dict[str, list[Edge]] = {
         # those tables feed physical_flow_output.
         ("SB_mac_binding", NOOP), ("SB_static_mac_binding", NOOP),
         ("SB_logical_flow", "logical_flow"),
-        # DP groups change only together with the logical flows using them.
+        # An updated DP group marks the lflows using it updated (reference
+        # tracking, SbIndexes.track_references): SB_logical_flow has them.
         ("SB_logical_dp_group", NOOP),
         ("SB_dns", None),
         # LB hairpin flows: physical_flow_output (see above).
