@@ -20,7 +20,8 @@ e.g. northd filling in ``HA_Chassis.chassis`` once a wiped SB has our
 Chassis row again) and Logical_DP_Group -> Logical_Flow / Load_Balancer
 (northd edits a datapath group in place when a datapath joins or leaves
 it; the lflows of the group are then processed again, as C's noop edge
-from SB_logical_dp_group expects).
+from SB_logical_dp_group expects).  The Logical_Flow-by-group index this
+needs is built on the first group change, not at every load.
 """
 
 from __future__ import annotations
@@ -157,8 +158,9 @@ class SbIndexes:
         self.pb_by_datapath: MultiIndex[uuidlib.UUID] = MultiIndex(lambda r: ref_uuid(r, "datapath"))
         self.pb_by_ha_group: MultiIndex[uuidlib.UUID] = MultiIndex(
             lambda r: ref_uuid(r, "ha_chassis_group"))
-        self.lf_by_dp_group: MultiIndex[uuidlib.UUID] = MultiIndex(
-            lambda r: ref_uuid(r, "logical_dp_group"))
+        # Logical_Flow by group: the largest table, so built on the first
+        # group change (not at every load) and maintained from then on.
+        self.lf_by_dp_group: MultiIndex[uuidlib.UUID] | None = None
         self.dp_by_key: UniqueIndex[int] = UniqueIndex(lambda r: int(r.tunnel_key))
         self.chassis_by_name: UniqueIndex[str] = UniqueIndex(lambda r: r.name)
         self.mg_by_name: UniqueIndex[tuple[uuidlib.UUID, str]] = UniqueIndex(_mg_dp_name)
@@ -170,10 +172,11 @@ class SbIndexes:
             "Chassis": (self.chassis_by_name,),
             "Chassis_Private": (self.chassis_private_by_name,),
             "Multicast_Group": (self.mg_by_name,),
-            "Logical_Flow": (self.lf_by_dp_group,),
         }
 
     def rebuild(self, tables: Mapping[str, Mapping[uuidlib.UUID, Any]]) -> None:
+        self.lf_by_dp_group = None
+        self.tables.pop("Logical_Flow", None)
         for name, idxs in self.tables.items():
             for idx in idxs:
                 idx.clear()
@@ -235,7 +238,17 @@ class SbIndexes:
             mark("Port_Binding", self.pb_by_ha_group.get(g).values())
         dp_groups = touched("Logical_DP_Group")
         if dp_groups:
+            lf_idx = self._lf_by_dp_group(tables("Logical_Flow"))
             for g in dp_groups:
-                mark("Logical_Flow", self.lf_by_dp_group.get(g).values())
+                mark("Logical_Flow", lf_idx.get(g).values())
             mark("Load_Balancer", [lb for lb in tables("Load_Balancer").values()
                                    if ref_uuid(lb, "datapath_group") in dp_groups])
+
+    def _lf_by_dp_group(self, lflows: Mapping[uuidlib.UUID, Any]) -> MultiIndex[uuidlib.UUID]:
+        idx = self.lf_by_dp_group
+        if idx is None:
+            idx = self.lf_by_dp_group = MultiIndex(lambda r: ref_uuid(r, "logical_dp_group"))
+            for row in lflows.values():
+                idx.add(row)
+            self.tables["Logical_Flow"] = (idx,)
+        return idx

@@ -169,10 +169,15 @@ def test_reference_tracking_dp_group():
     lb = FakeRow(name="lb", datapaths=[], datapath_group=[grp])
     lb_plain = FakeRow(name="lb2", datapaths=[d1], datapath_group=[])
     lfs = {r.uuid: r for r in (lf_grouped, lf_other, lf_single)}
-    tables = {"Load_Balancer": {lb.uuid: lb, lb_plain.uuid: lb_plain}}
+    tables = {"Load_Balancer": {lb.uuid: lb, lb_plain.uuid: lb_plain}, "Logical_Flow": lfs}
     idx = SbIndexes()
     idx.rebuild({"Logical_Flow": lfs})
     t = ChangeTracker(["Logical_DP_Group", "Logical_Flow", "Load_Balancer"])
+    t.record("Logical_Flow", ROW_UPDATE, lf_single, {"match": "1"})
+    idx.apply(t)
+    idx.track_references(t, lambda name: tables.get(name, {}))
+    assert idx.lf_by_dp_group is None        # built on the first group change only
+    t.clear()
     grp.__dict__["datapaths"] = [d1]
     t.record("Logical_DP_Group", ROW_UPDATE, grp, {"datapaths": []})
     idx.track_references(t, lambda name: tables.get(name, {}))
@@ -191,3 +196,5 @@ def test_reference_tracking_dp_group():
     idx.track_references(t, lambda name: tables.get(name, {}))
     assert set(t["Logical_Flow"].updated) == {lf_grouped.uuid, lf_other.uuid}
     assert not t["Load_Balancer"]
+    idx.rebuild({"Logical_Flow": lfs})          # a replaced replica: built again later
+    assert idx.lf_by_dp_group is None
