@@ -251,16 +251,8 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             if sbg is None or sbg.nb_cfg < (self._sb_replaced or 0) or \
                     self.chassis is None or self.chassis.uuid not in sb.table("Chassis"):
                 settled = False
-        if settled and replaced:
-            # The replica was rebuilt row by row while northd refilled it, and
-            # the incremental result was once seen short of a recompute's (a
-            # gateway router's lflows and an MC group port missing, issue 12):
-            # replace the held flows only with a full recompute of the complete
-            # replica, run (sliced) from the next iteration, flows still held.
+        if settled:
             self._sb_replaced = None
-            self.engine.set_force_recompute("OVNSB refilled, force recompute.")
-            self._wake = True
-            return True
         return not settled
 
     def _outputs_valid(self) -> bool:

@@ -7,7 +7,12 @@ flows stay in br-int only because nothing is left to change them.
   registers its chassis again; br-int never drops below what it had before
   or has after (ours fell to ~717 of 1110 flows here, and to 11 without a
   refill, until the wipe was treated like a replaced replica: the installed
-  flows are held until northd caught up and our chassis is back).
+  flows are held until northd caught up and our chassis is back).  Each
+  rep ends with the flows a forced recompute gives: northd refilling the
+  SB before our chassis is back writes the gateway port's HA_Chassis
+  without a chassis and fills it in later, a change the Port_Binding sees
+  only through reference tracking (integration/test_incremental_refs.py);
+  without it about one rep in five lacked lr0's gateway flows.
 * Without northd: nothing refills the SB; the flows are held, the agent
   waits without burning CPU, and after the bounded hold it installs what an
   empty SB means.  northd started again refills it and the agent converges.
