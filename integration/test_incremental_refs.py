@@ -14,6 +14,8 @@ datapath's share of grouped lflows, that a forced recompute fixed.
   the member's chassis cleared, then set again.
 * DP group: northd adds or removes a datapath of an existing group in
   place; played by editing the group with northd stopped.
+* A datapath's tunnel key moved in place by northd (no reference involved,
+  found on the way): runtime_data now recomputes for it.
 
 Each step ends with the flows a forced recompute gives (forced_recompute_diff
 empty), and the step must have moved the flow count (so the test fails if
@@ -99,3 +101,25 @@ def test_dp_group_edited_in_place_no_gap(sandbox_factory: SandboxFactory) -> Non
         print(f"[py] the datapath back in the group: flows {box.flow_count()}")
         assert not diff, "a forced recompute changed:\n" + "\n".join(diff[:20])
         assert box.flow_count() == before
+
+
+def test_datapath_tunnel_key_moved_by_northd_no_gap(sandbox_factory: SandboxFactory) -> None:
+    """northd moves a datapath's tunnel key in place (NB requested-tnl-key):
+    the local datapath's flows all carry the key, so runtime_data recomputes
+    (23.03 C notices only a deleted datapath)."""
+    box = rich_agent(sandbox_factory)
+
+    def ls_a() -> tuple[str, str]:
+        row = box.sbctl("--bare", "--columns=_uuid,tunnel_key", "find", "Datapath_Binding",
+                        "external_ids:name=ls-a").split()
+        return row[0], row[1]
+    uuid, key = ls_a()
+    before = box.flow_count()
+    for new_key in ("77", key):
+        box.nbctl("--wait=sb", "set", "Logical_Switch", "ls-a",
+                  f"other_config:requested-tnl-key={new_key}")
+        assert ls_a() == (uuid, new_key), "northd made a new datapath instead"
+        diff = settled_diff(box)
+        print(f"\n[py] ls-a tunnel key {key} -> {new_key}: flows {before} -> {box.flow_count()}")
+        assert not diff, "a forced recompute changed:\n" + "\n".join(diff[:20])
+        assert any(f"metadata=0x{int(new_key):x}," in f for f in box.dump_flows(names=False))

@@ -97,9 +97,16 @@ class RuntimeDataNode:
         return HANDLED_UNCHANGED
 
     def _sb_datapath_binding(self, node: Node, inp: Node) -> Handled:
+        """A local datapath deleted recomputes (as C); so does one whose
+        tunnel key changed (northd moves it for a requested-tnl-key), which
+        23.03 does not notice: every flow of the datapath carries the key."""
         rt = self.st.rt
-        for u in _changes(inp).deleted:
+        tc = _changes(inp)
+        for u in tc.deleted:
             if u in rt.local_datapaths:
+                return UNHANDLED
+        for u, tr in tc.updated.items():
+            if "tunnel_key" in tr.old and u in rt.local_datapaths:
                 return UNHANDLED
         return HANDLED_UNCHANGED
 
