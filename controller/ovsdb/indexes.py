@@ -215,13 +215,15 @@ class SbIndexes:
     def track_references(self, tracker: ChangeTracker,
                          tables: Callable[[str], Mapping[uuidlib.UUID, Any]]) -> None:
         """After :meth:`apply`: every row holding a reference to a row
-        created or updated in this iteration becomes tracked as updated (no
-        column changed), for the references the agent reads through (C's
-        IDL does this for every reference).  A deleted row needs nothing:
-        the server changes or deletes its referrers in the same transaction."""
+        updated in this iteration becomes tracked as updated (no column
+        changed), for the references the agent reads through (C's IDL does
+        this for every reference).  A created or deleted row needs nothing:
+        the referred tables are monitored without conditions, so a row's
+        referrers can only have come or gone with it, in the same
+        transaction (and a wiped SB refilled does not walk every lflow)."""
         def touched(table: str) -> set[uuidlib.UUID]:
             tc = tracker.tables.get(table)
-            return set(tc.created) | set(tc.updated) if tc else set()
+            return set(tc.updated) if tc else set()
 
         def mark(table: str, rows: Iterable[Any]) -> None:
             tc = tracker.tables.get(table)
