@@ -9,6 +9,16 @@ references resolved to row objects, optional columns as lists, maps as
 dicts.  The schema comes from the file itself, so no installed schema is
 needed.  It is meant for tests, benchmarks and the CLI (no I/O elsewhere).
 
+The compile context for one chassis of a snapshot is the agent's own:
+:func:`context_from_snapshot` gives the SB rows by UUID (what the agent's
+``tables`` gives) and an ``AgentState`` (SB indexes, the Chassis row, br-int
+and bridge mappings from the dataset's ``conf-ovs.txt``, :class:`OvsConf`) to
+the agent's node implementations (``runtime_data``: one full binding pass
+over a read-only SB; ``addr_sets``, ``port_groups``, ``template_vars``,
+``dhcp_options``, ``non_vif_data``) and then to
+``controller.nodes.logical_flow_output.compile_context``, so the parity tests
+and the compile benchmark run exactly what the agent builds.
+
 Reference datasets (``reference-data/<name>/``) keep some files gzipped
 (``sb.db.gz``, ``flows.raw.txt.gz``): ``SbSnapshot``, ``read_text`` and
 ``dumped_flow_lines`` take the plain name and read ``<name>.gz`` when only
