@@ -161,7 +161,6 @@ class SbSnapshot:
     def table(self, name: str) -> list[Row]:
         return list(self.rows.get(name, {}).values())
 
-
     def by_uuid(self, name: str) -> dict[uuid.UUID, Row]:
         """The rows of table `name` by UUID (what the agent's ``tables(name)``
         gives; built once per table)."""
@@ -258,7 +257,8 @@ def snapshot_state(sb: SbSnapshot, chassis_name: str, br_int: Row | None = None,
     """The agent's state for `chassis_name` over a snapshot: SB indexes, its
     Chassis row, br-int, and the runtime data of one run of the agent's
     ``runtime_data`` node (a full binding pass; the SB is read-only, so no
-    row is claimed or released)."""
+    row is claimed or released; OpenFlow is not connected, so no BFD tunnel
+    counts as up, as a dataset records no BFD status)."""
     from controller.binding.if_status import IfStatusMgr
     from controller.engine.agent_nodes import AgentState, agent_nodes
     from controller.engine.core import Node
