@@ -1,15 +1,19 @@
 """Benchmark: compile every Logical_Flow of seed-500 into OpenFlow flows in memory.
 
-Loads ``/work/shared/reference-data/seed-500/sb.db.gz`` (25,655 lflows), then
-compiles each lflow for each of its datapaths (all are local in that
-topology) with ``LflowCompiler``, collecting the ``Flow`` objects.  Prints
+Loads ``/work/shared/reference-data/seed-500/sb.db.gz`` (25,655 lflows) and
+builds the compile context the agent would for the chassis of the
+``conf-ovs.txt`` beside it (``controller.lflow.snapshot.context_from_snapshot``:
+the agent's binding and input nodes, then its ``compile_context``; all 1,000
+datapaths are local in that topology), then compiles each lflow for each of
+its local datapaths with ``LflowCompiler``, collecting the ``Flow`` objects.  Prints
 lflows/s, flows/s, total seconds, peak RSS, the distinct-text reuse rate and
 the lflow-cache hit rate (``compile_all``, or ``--one-by-one`` calls with
 the cyclic GC running), for a cold pass (empty caches) and a warm pass (a
 full recompute: per-text memo cleared, uuid-keyed lflow cache kept, as after
 an input change in the agent).  Numbers are printed, never asserted.
 
-    python -m benchmarks.compile_seed [--profile] [--no-cache] [--one-by-one] [SB_DB]
+    python -m benchmarks.compile_seed [--profile] [--no-cache] [--one-by-one]
+        [--conf CONF_OVS_TXT] [SB_DB]
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from typing import Any
 
 from controller.lflow.actions import OvsFeatures
 from controller.lflow.cache import LflowCache, LflowCacheConfig
-from controller.lflow.compile import CompiledLflow, LflowCompiler
-from controller.lflow.snapshot import SbSnapshot, context_from_snapshot
+from controller.lflow.compile import CompileContext, CompiledLflow, LflowCompiler
+from controller.lflow.snapshot import OvsConf, SbSnapshot, context_from_snapshot
 
 SEED = Path("/work/shared/reference-data/seed-500/sb.db.gz")
 
@@ -65,20 +69,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--one-by-one", action="store_true",
                     help="compile_lflow_local() per row with the GC running, "
                          "instead of compile_all()")
+    ap.add_argument("--conf", help="the chassis' conf-ovs.txt (default: beside SB_DB)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
     sb = SbSnapshot(args.sb_db)
     lflows = sb.table("Logical_Flow")
-    chassis = sb.table("Chassis")[0].name if sb.table("Chassis") else "hv1"
-    all_dps = {dp.tunnel_key for dp in sb.table("Datapath_Binding")}
-    related = {pb.logical_port for pb in sb.table("Port_Binding")}
-    print(f"snapshot: {len(lflows)} lflows, {len(all_dps)} datapaths, "
+    conf = OvsConf.read(args.conf or Path(args.sb_db).parent / "conf-ovs.txt")
+    print(f"snapshot: {len(lflows)} lflows, {len(sb.table('Datapath_Binding'))} datapaths, "
           f"loaded in {time.perf_counter() - t0:.2f} s, RSS {_rss_mb():.0f} MB")
 
-    ctx = context_from_snapshot(
-        sb, chassis, all_dps, related,
-        features=OvsFeatures(ct_zero_snat=True, dp_hash_l4_sym=False, controller_meter=True))
+    t0 = time.perf_counter()
+    ctx = context_from_snapshot(sb, conf, CompileContext(
+        features=OvsFeatures(ct_zero_snat=True, dp_hash_l4_sym=False, controller_meter=True)))
+    n_local = sum(dp.tunnel_key in ctx.local_datapaths for dp in sb.table("Datapath_Binding"))
+    print(f"context for chassis {conf.system_id}: {n_local} local datapaths, "
+          f"built in {time.perf_counter() - t0:.2f} s")
     cache = LflowCache(LflowCacheConfig(enabled=not args.no_cache))
     compiler = LflowCompiler(ctx, cache)
     gc.collect()

@@ -1,10 +1,13 @@
 """Parity of controller.lflow.compile with the C ovn-controller, without daemons.
 
-Every Logical_Flow of a reference SB snapshot is compiled with the settings the
-real agent had (chassis from conf-ovs.txt, local datapaths = datapaths of the
-ports bound here and their patch-connected neighbours, related ports = the
-logical ports with a conntrack zone in ct-zones.txt plus patch/vtep ports, OVS
-features on), installed into an ofctrl DesiredFlowTable owned by lflow UUID
+Every Logical_Flow of a reference SB snapshot is compiled in the compile
+context the agent itself builds (``controller.nodes.logical_flow_output.
+compile_context`` through ``controller.lflow.snapshot.context_from_snapshot``):
+the chassis, br-int interfaces and bridge mappings of conf-ovs.txt, the runtime
+data of one pass of the agent's binding (local datapaths, related ports,
+residency), the outputs of its addr_sets, port_groups, template_vars,
+dhcp_options and non_vif_data nodes, OVS features on.  The flows are
+installed into an ofctrl DesiredFlowTable owned by lflow UUID
 and resolved the way ofctrl resolves same-key flows, then rendered with
 ``Match.to_string`` / ``format_actions`` and compared with the C agent's
 flows.raw.txt on the logical tables (8-36, 42-63).
@@ -18,7 +21,7 @@ tables.
 
 Run ``python -m integration.test_lflow_parity [--mode=cold|recompute|no-cache] [DIR]``
 for per-table counts and the differing lines (DIR holds sb.db, flows.raw.txt,
-conf-ovs.txt, ct-zones.txt, group-table.txt, meter-table.txt; any of them may
+conf-ovs.txt, group-table.txt, meter-table.txt; any of them may
 be gzipped as ``<name>.gz``).
 """
 
@@ -33,11 +36,9 @@ import pytest
 
 from controller.lflow.actions import GroupTable, MeterTable, OvsFeatures
 from controller.lflow.cache import LflowCache, LflowCacheConfig
-from controller.lflow.compile import CompiledLflow, LflowCompiler, LflowError
-from controller.lflow.conj_ids import ConjIds
+from controller.lflow.compile import CompileContext, CompiledLflow, LflowCompiler, LflowError
 from controller.lflow.snapshot import (
-    SbSnapshot, context_from_snapshot, dumped_flow_lines, flow_table_of, local_datapath_keys,
-    read_text)
+    OvsConf, SbSnapshot, context_from_snapshot, dumped_flow_lines, flow_table_of, read_text)
 from ofctrl.desired import DesiredFlowTable
 from ofctrl.flow import Flow
 from ofctrl.installed import InstalledFlowTable, update_by_compare
@@ -80,21 +81,11 @@ def compile_snapshot(data: Path, sb: SbSnapshot | None = None, mode: str = "cold
     per-text memo and conjunction ids cleared, the lflow cache warm) or
     "no-cache" (ovn-enable-lflow-cache=false)."""
     sb = sb or SbSnapshot(data / "sb.db")
-    conf = read_text(data / "conf-ovs.txt")
-    m = re.search(r'system-id="([^"]+)"', conf)
-    assert m
-    chassis = m.group(1)
-    iface_ids = set(re.findall(r'iface-id="([^"]+)"', conf))
-    zone_owners = {ln.split()[0] for ln in read_text(data / "ct-zones.txt").splitlines()
-                   if ln.strip()}
-    port_names = {pb.logical_port for pb in sb.table("Port_Binding")}
-    related_names = zone_owners & port_names
-    local = local_datapath_keys(sb, chassis, iface_ids)
     groups, meters = GroupTable(), MeterTable()
-    ctx = context_from_snapshot(
-        sb, chassis, local, related_names, group_table=groups, meter_table=meters,
-        conj_ids=ConjIds(),
+    base = CompileContext(
+        group_table=groups, meter_table=meters,
         features=OvsFeatures(ct_zero_snat=True, dp_hash_l4_sym=False, controller_meter=True))
+    ctx = context_from_snapshot(sb, OvsConf.read(data / "conf-ovs.txt"), base)
     compiler = LflowCompiler(ctx, LflowCache(LflowCacheConfig(enabled=mode != "no-cache")))
     lflows = sb.table("Logical_Flow")
     if mode == "recompute":

@@ -9,6 +9,16 @@ references resolved to row objects, optional columns as lists, maps as
 dicts.  The schema comes from the file itself, so no installed schema is
 needed.  It is meant for tests, benchmarks and the CLI (no I/O elsewhere).
 
+The compile context for one chassis of a snapshot is the agent's own:
+:func:`context_from_snapshot` gives the SB rows by UUID (what the agent's
+``tables`` gives) and an ``AgentState`` (SB indexes, the Chassis row, br-int
+and bridge mappings from the dataset's ``conf-ovs.txt``, :class:`OvsConf`) to
+the agent's node implementations (``runtime_data``: one full binding pass
+over a read-only SB; ``addr_sets``, ``port_groups``, ``template_vars``,
+``dhcp_options``, ``non_vif_data``) and then to
+``controller.nodes.logical_flow_output.compile_context``, so the parity tests
+and the compile benchmark run exactly what the agent builds.
+
 Reference datasets (``reference-data/<name>/``) keep some files gzipped
 (``sb.db.gz``, ``flows.raw.txt.gz``): ``SbSnapshot``, ``read_text`` and
 ``dumped_flow_lines`` take the plain name and read ``<name>.gz`` when only
@@ -22,11 +32,14 @@ import json
 import re
 import types
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from physical.inputs import opt_first
+if TYPE_CHECKING:
+    from controller.engine.agent_nodes import AgentState
+    from controller.lflow.compile import CompileContext
+    from controller.lflow.conj_ids import ConjIds
 
 Row = types.SimpleNamespace
 
@@ -100,6 +113,7 @@ class SbSnapshot:
                         tab.pop(u, None)
                     else:
                         tab.setdefault(u, {}).update(row)
+        self._by_uuid: dict[str, dict[uuid.UUID, Row]] = {}
         self.rows: dict[str, dict[str, Row]] = {
             table: {u: Row(uuid=uuid.UUID(u)) for u in rows} for table, rows in raw.items()}
         for table, rows in raw.items():
@@ -147,83 +161,146 @@ class SbSnapshot:
     def table(self, name: str) -> list[Row]:
         return list(self.rows.get(name, {}).values())
 
+    def by_uuid(self, name: str) -> dict[uuid.UUID, Row]:
+        """The rows of table `name` by UUID (what the agent's ``tables(name)``
+        gives; built once per table)."""
+        got = self._by_uuid.get(name)
+        if got is None:
+            got = self._by_uuid[name] = {r.uuid: r for r in self.rows.get(name, {}).values()}
+        return got
+
 
 # ---------------------------------------------------------------------------
-# A compile context for one chassis of a snapshot.
+# The Open_vSwitch side of a dataset (conf-ovs.txt).
 
-def local_datapath_keys(sb: SbSnapshot, chassis_name: str,
-                        iface_ids: set[str] | frozenset[str] = frozenset()) -> set[int]:
-    """Datapaths of ports bound to 'chassis_name' (or with a local VIF), then
-    every datapath reachable from them over patch ports (add_local_datapath)."""
-    pbs = sb.table("Port_Binding")
-    by_name = {pb.logical_port: pb for pb in pbs}
-    by_dp: dict[int, list[Row]] = {}
-    for pb in pbs:
-        by_dp.setdefault(pb.datapath.tunnel_key, []).append(pb)
-    todo = [pb.datapath.tunnel_key for pb in pbs
-            if pb.logical_port in iface_ids
-            or getattr(opt_first(pb.chassis), "name", None) == chassis_name]
-    local: set[int] = set()
-    while todo:
-        key = todo.pop()
-        if key in local:
-            continue
-        local.add(key)
-        for pb in by_dp.get(key, ()):
-            if pb.type == "patch":
-                peer = by_name.get(pb.options.get("peer", ""))
-                if peer is not None and peer.type == "patch":
-                    todo.append(peer.datapath.tunnel_key)
-    return local
+_OVS_EXT_RE = re.compile(r"^Open_vSwitch external_ids: \{(.*)\}$", re.M)
+_PAIR_RE = re.compile(r'([\w:.-]+)="([^"]*)"')
+_IFACE_RE = re.compile(r"^  Interface ([^:]+): (.*)$")
+_TUNNEL_TYPES = ("geneve", "vxlan", "stt")
 
 
-def context_from_snapshot(sb: SbSnapshot, chassis_name: str, local_dps: set[int],
-                          related_names: set[str], **overrides: Any) -> Any:
-    """A ``CompileContext`` for 'chassis_name': ports, multicast groups,
-    address sets, port groups (filtered to 'related_names'), chassis template
-    variables, DHCP option tables, related ports ('related_names' plus every
-    patch and vtep port, as binding.c does) and chassis residency."""
-    from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS, table_from_rows
-    from controller.lflow.compile import CompileContext
-    from controller.lflow.expr.nodes import const_set_from_integers, const_set_from_strings
+def _pairs(text: str) -> dict[str, str]:
+    return dict(_PAIR_RE.findall(text))
 
-    ports: dict[str, tuple[int, int]] = {}
-    related: set[str] = set()
-    resident: set[str] = set()
-    for pb in sb.table("Port_Binding"):
-        dp_key = pb.datapath.tunnel_key
-        ports[pb.logical_port] = (dp_key, pb.tunnel_key)
-        if pb.logical_port in related_names or pb.type in ("patch", "vtep"):
-            related.add(f"{dp_key}_{pb.tunnel_key}")
-        ch = opt_first(pb.chassis)
-        if ch is not None and ch.name == chassis_name:
-            resident.add(pb.logical_port)
-        elif pb.type == "chassisredirect":
-            group = opt_first(pb.ha_chassis_group)
-            members = group.ha_chassis if group is not None else []
-            if len(members) == 1 and opt_first(members[0].chassis) is not None \
-                    and opt_first(members[0].chassis).name == chassis_name:
-                resident.add(pb.logical_port)
-    mcgroups = {(mg.datapath.tunnel_key, mg.name): mg.tunnel_key
-                for mg in sb.table("Multicast_Group")}
-    addr_sets = {a.name: const_set_from_integers(list(a.addresses))
-                 for a in sb.table("Address_Set")}
-    port_groups = {pg.name: const_set_from_strings(list(pg.ports), related_names)
-                   for pg in sb.table("Port_Group")}
-    tvars: dict[str, str] = {}
-    for tv in sb.table("Chassis_Template_Var"):
-        if tv.chassis == chassis_name:
-            tvars.update(tv.variables)
-    dhcp = table_from_rows((r.name, r.code, r.type) for r in sb.table("DHCP_Options"))
-    dhcpv6 = table_from_rows((r.name, r.code, r.type) for r in sb.table("DHCPv6_Options"))
 
-    def mcgroup(dp_key: int, name: str) -> int | None:
-        return mcgroups.get((dp_key, name))
+def _column_map(fields: str, column: str) -> dict[str, str]:
+    m = re.search(rf"(?:^|; ){column}=\{{([^}}]*)\}}", fields)
+    return _pairs(m.group(1)) if m else {}
 
-    kwargs: dict[str, Any] = dict(
-        addr_sets=addr_sets, port_groups=port_groups, template_vars=tvars,
-        dhcp_opts=dhcp or DHCPV4_OPTIONS, dhcpv6_opts=dhcpv6 or DHCPV6_OPTIONS,
-        port_binding=ports.get, multicast_group=mcgroup, related_lports=related,
-        is_chassis_resident=resident.__contains__, local_datapaths=local_dps)
-    kwargs.update(overrides)
-    return CompileContext(**kwargs)
+
+class OvsConf:
+    """What a dataset's ``conf-ovs.txt`` (a text summary of the Open_vSwitch
+    database) says: the Open_vSwitch row's ``external_ids`` and, per bridge,
+    its interfaces (name, type, ofport, external_ids, options)."""
+
+    def __init__(self, text: str) -> None:
+        m = _OVS_EXT_RE.search(text)
+        self.external_ids = _pairs(m.group(1)) if m else {}
+        self.interfaces: dict[str, list[Row]] = {}
+        current: list[Row] | None = None
+        for line in text.splitlines():
+            if line.startswith("Bridge "):
+                current = self.interfaces.setdefault(line[7:].split(":", 1)[0], [])
+                continue
+            im = _IFACE_RE.match(line)
+            if im is None or current is None:
+                continue
+            name, fields = im.groups()
+            tm = re.search(r'(?:^|; )type="([^"]*)"', fields)
+            om = re.search(r"(?:^|; )ofport=(-?\d+)", fields)
+            current.append(Row(uuid=uuid.uuid5(uuid.NAMESPACE_OID, f"iface:{name}"), name=name,
+                               type=tm.group(1) if tm else "",
+                               ofport=[int(om.group(1))] if om else [],
+                               external_ids=_column_map(fields, "external_ids"),
+                               options=_column_map(fields, "options")))
+
+    @classmethod
+    def read(cls, path: Path | str) -> "OvsConf":
+        return cls(read_text(path))
+
+    @property
+    def system_id(self) -> str:
+        return self.external_ids.get("system-id", "")
+
+    @property
+    def bridge_mappings(self) -> dict[str, str]:
+        out = {}
+        for item in self.external_ids.get("ovn-bridge-mappings", "").split(","):
+            net, sep, br = item.partition(":")
+            if sep and net and br:
+                out[net] = br
+        return out
+
+    def br_int(self, sb: SbSnapshot) -> Row:
+        """The integration bridge as an IDL-like Bridge row, one Port per
+        Interface.  The summary has no Port columns, so a tunnel port's
+        ``external_ids:ovn-chassis-id`` (which the C agent wrote) is rebuilt
+        from its ``remote_ip`` and the SB Encap rows."""
+        name = self.external_ids.get("ovn-bridge", "br-int")
+        chassis_by_ip = {e.ip: e.chassis_name for e in sb.table("Encap")}
+        ports = []
+        for iface in self.interfaces.get(name, []):
+            ext: dict[str, str] = {}
+            ip = iface.options.get("remote_ip")
+            if iface.type in _TUNNEL_TYPES and ip in chassis_by_ip:
+                ext["ovn-chassis-id"] = f"{chassis_by_ip[ip]}@{ip}"
+            ports.append(Row(uuid=uuid.uuid5(uuid.NAMESPACE_OID, f"port:{iface.name}"),
+                             name=iface.name, external_ids=ext, interfaces=[iface]))
+        return Row(uuid=uuid.uuid5(uuid.NAMESPACE_OID, f"bridge:{name}"), name=name, ports=ports)
+
+
+# ---------------------------------------------------------------------------
+# The agent's compile context for one chassis of a snapshot.
+
+def snapshot_state(sb: SbSnapshot, chassis_name: str, br_int: Row | None = None,
+                   bridge_mappings: Mapping[str, str] | None = None) -> "AgentState":
+    """The agent's state for `chassis_name` over a snapshot: SB indexes, its
+    Chassis row, br-int, and the runtime data of one run of the agent's
+    ``runtime_data`` node (a full binding pass; the SB is read-only, so no
+    row is claimed or released; OpenFlow is not connected, so no BFD tunnel
+    counts as up, as a dataset records no BFD status)."""
+    from controller.binding.if_status import IfStatusMgr
+    from controller.engine.agent_nodes import AgentState, agent_nodes
+    from controller.engine.core import Node
+    from ofctrl.seqno import SeqnoTracker
+
+    st = AgentState(IfStatusMgr(SeqnoTracker()))
+    st.idx.rebuild({name: sb.by_uuid(name) for name in st.idx.tables})
+    st.chassis = st.idx.chassis_by_name.get(chassis_name)
+    st.pb_rows = sb.by_uuid("Port_Binding")
+    st.br_int = br_int
+    st.bridge_mappings = dict(bridge_mappings or {})
+    agent_nodes(st, sb.by_uuid)["runtime_data"].run(Node("runtime_data"))
+    return st
+
+
+def agent_context(st: "AgentState", sb: SbSnapshot, base: "CompileContext | None" = None,
+                  conj_ids: "ConjIds | None" = None) -> "CompileContext":
+    """The agent's ``compile_context`` over `st` and the snapshot: the
+    ``addr_sets``, ``port_groups``, ``template_vars``, ``dhcp_options`` and
+    ``non_vif_data`` outputs come from one run of the agent's own nodes;
+    `base` gives the symbol table, group/meter tables and OVS features (as
+    the previous context does in the agent)."""
+    from controller.engine.agent_nodes import agent_nodes
+    from controller.engine.core import Node
+    from controller.lflow.conj_ids import ConjIds
+    from controller.nodes.logical_flow_output import compile_context
+
+    nodes = agent_nodes(st, sb.by_uuid)
+    data: dict[str, Any] = {}
+    for name in ("addr_sets", "port_groups", "template_vars", "dhcp_options", "non_vif_data"):
+        impl = nodes[name]
+        impl.run(Node(name))
+        data[name] = impl.data
+    return compile_context(st, sb.by_uuid, conj_ids if conj_ids is not None else ConjIds(),
+                           base, data["addr_sets"].sets, data["port_groups"].sets,
+                           data["template_vars"].vars, data["dhcp_options"],
+                           data["non_vif_data"])
+
+
+def context_from_snapshot(sb: SbSnapshot, conf: OvsConf, base: "CompileContext | None" = None,
+                          conj_ids: "ConjIds | None" = None) -> "CompileContext":
+    """The compile context the agent builds on the chassis of `conf`
+    (system-id, br-int, bridge mappings) over snapshot `sb`."""
+    st = snapshot_state(sb, conf.system_id, conf.br_int(sb), conf.bridge_mappings)
+    return agent_context(st, sb, base, conj_ids)

@@ -13,7 +13,9 @@ datapaths) and the data of its input nodes (``controller/nodes/``):
 ``addr_sets``, ``port_groups``, ``template_vars``, ``dhcp_options`` and
 ``non_vif_data`` (tunnel ofports), once per engine
 run (the closures over the runtime data are cheap; what walks tables lives
-in the input nodes and changes only with them).
+in the input nodes and changes only with them).  It is the only builder:
+the lflow parity tests and the compile benchmark run it over SB snapshots
+(``controller.lflow.snapshot.context_from_snapshot``).
 
 Incremental processing follows the C agent's object dependencies: every
 compiled lflow reports the resources it used (``LflowRefs``); a change of a
@@ -107,6 +109,8 @@ from controller.nodes.non_vif_data import NonVifData
 from controller.ovsdb.tracking import TableChanges
 from controller.vlog import RateLimiter
 from ofctrl.desired import DesiredFlowTable
+from physical.inputs import same_chassis
+from physical.lport import ha_group_is_active
 
 log = structlog.get_logger("lflow")
 _rl_err = RateLimiter(per_minute=12, burst=5)
@@ -302,22 +306,27 @@ def compile_context(st: AgentState, tables: Tables, conj_ids: ConjIds,
         return int(row.tunnel_key) if row is not None else None
 
     def resident(name: str) -> bool:
-        if name in rt.bound_here:
-            return True
+        # is_chassis_resident() as C's lflow callback decides it: a port whose
+        # main chassis is this one (not as an additional chassis), or a
+        # chassisredirect port whose HA chassis group has this chassis as its
+        # active member, whatever its chassis column says for now (unlike
+        # physical.lport.lport_is_chassis_resident, which needs it set).
         pb = pb_by_name.get(name)
         if pb is None or me is None:
             return False
-        ch = opt_first(pb.chassis)
-        return ch is not None and ch.uuid == me.uuid
+        if pb.type != "chassisredirect":
+            return same_chassis(opt_first(pb.chassis), me)
+        return ha_group_is_active(opt_first(pb.ha_chassis_group), rt.active_tunnels, me)
 
     tunnels = non_vif.tunnel_ofports
 
     def tunnel_ofport(dp_key: int, name: str) -> int | None:
+        # A port of this datapath, bound to a chassis we have a tunnel to.
         pb = pb_by_name.get(name)
-        ch = opt_first(pb.chassis) if pb is not None else None
-        if ch is None:
+        if pb is None or _dp_tunnel_key(pb.datapath) != dp_key:
             return None
-        return tunnels.get(ch.name)
+        ch = opt_first(pb.chassis)
+        return tunnels.get(ch.name) if ch is not None else None
 
     collectors = frozenset(int(r.id) for r in tables("Flow_Sample_Collector_Set").values()) \
         if tables("Flow_Sample_Collector_Set") else None
