@@ -324,6 +324,10 @@ class ScaleCluster:
     keep: bool = False
     central: Central | None = None
     hvs: list[Hypervisor] = field(default_factory=list)
+    # extra command-line arguments per agent kind (e.g. log levels)
+    agent_args: dict[str, list[str]] = field(default_factory=dict)
+    # cProfile our agents (OVN_CONTROLLER_PY_PROFILE=<hv dir>/agent.prof)
+    profile: bool = False
 
     def start(self) -> ScaleCluster:
         self.central = Central(self.root / "central", self.relays).start()
@@ -365,13 +369,50 @@ class ScaleCluster:
     def start_agents(self, kind: str, hvs: Sequence[Hypervisor] | None = None) -> None:
         """Start the agents of all (or the given) hypervisors at once."""
         targets = list(self.hvs if hvs is None else hvs)
+        for hv in targets:
+            if self.profile and kind == "py":
+                hv.env["OVN_CONTROLLER_PY_PROFILE"] = str(hv.run / "agent.prof")
+                hv.env["OVN_CONTROLLER_PY_TIMELINE"] = str(hv.run / "agent.timeline")
+            else:
+                hv.env.pop("OVN_CONTROLLER_PY_PROFILE", None)
+                hv.env.pop("OVN_CONTROLLER_PY_TIMELINE", None)
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-            list(pool.map(lambda hv: hv.start_controller(kind, timeout=self.patience),
-                          targets))
+            list(pool.map(lambda hv: hv.start_controller(
+                kind, extra_args=self.agent_args.get(kind, ()), timeout=self.patience),
+                targets))
 
     def stop_agents(self) -> None:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(lambda hv: hv.stop_controller(), self.hvs))
+
+    def reset_chassis(self) -> None:
+        """Undo what the stopped agents left behind, so the next agent kind
+        starts from the same state as the first: no Chassis, Chassis_Private
+        or Encap rows of ours in the SB (the bindings' chassis references go
+        with them), no tunnel ports, ct-zone keys or ovn-installed marks in
+        OVS, no flows or groups on br-int."""
+        args: list[str] = []
+        for hv in self.hvs:
+            args += ["--", "--if-exists", "chassis-del", hv.chassis]
+        self.c.sbctl(*args, timeout=300)
+
+        def one(hv: Hypervisor) -> None:
+            rows = json.loads(hv.vsctl("--format=json", "--columns=name,external_ids",
+                                       "list", "Port"))["data"]
+            ports = [name for name, ext in rows if "ovn-chassis-id" in dict(ext[1])]
+            cmd: list[str] = []
+            for port in ports:
+                cmd += ["--", "--if-exists", "del-port", "br-int", port]
+            cmd += ["--", "clear", "Bridge", "br-int", "external_ids"]
+            for iface, _ in vif_names(hv.index, hv.vifs):
+                cmd += ["--", "remove", "Interface", iface, "external_ids", "ovn-installed",
+                        "--", "remove", "Interface", iface, "external_ids", "ovn-installed-ts"]
+            hv.vsctl(*cmd)
+            hv.ofctl("del-flows", "br-int")
+            hv.ofctl("del-groups", "br-int")
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(one, self.hvs))
+        self.c.nbctl("--wait=sb", "sync", timeout=300)
 
     def kill_agents(self) -> None:
         for hv in self.hvs:
@@ -595,6 +636,37 @@ def _agent_counters(hv: Hypervisor) -> dict[str, int]:
             "sb_commit_failed": text.count("OVNSB commit failed")}
 
 
+def _engine_stats(hv: Hypervisor) -> dict[str, list[int]]:
+    """``inc-engine/show-stats`` of the agent: node -> [recompute, compute, abort]."""
+    try:
+        out = hv.appctl("controller", "inc-engine/show-stats", timeout=30)
+    except SandboxError:
+        return {}
+    stats: dict[str, list[int]] = {}
+    node: list[int] | None = None
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Node:"):
+            node = stats.setdefault(line.split(":", 1)[1].strip(), [0, 0, 0])
+        elif node is not None and line.startswith("- "):
+            key, _, value = line[2:].partition(":")
+            idx = {"recompute": 0, "compute": 1, "abort": 2}.get(key.strip())
+            if idx is not None and value.strip().isdigit():
+                node[idx] = int(value)
+    return stats
+
+
+def fleet_engine_stats(hvs: Iterable[Hypervisor]) -> dict[str, list[int]]:
+    """Per engine node, [recompute, compute, abort] summed over the agents."""
+    total: dict[str, list[int]] = {}
+    for hv in hvs:
+        for name, vals in _engine_stats(hv).items():
+            acc = total.setdefault(name, [0, 0, 0])
+            for i, v in enumerate(vals):
+                acc[i] += v
+    return total
+
+
 def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """Start `kind` agents on every hypervisor and measure; leaves them running."""
@@ -615,6 +687,7 @@ def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
     res["agent_rss_mib"] = {"median": _median(rss), "max": round(max(rss), 1)}
     res["agent_cpu_s"] = {"median": _median(cpu), "max": round(max(cpu), 2),
                           "total": round(sum(cpu), 1)}
+    res["engine_stats_converged"] = fleet_engine_stats(cl.hvs)
     log(f"[{kind} N={cl.n}] converged in {res['converge_s']:.2f} s "
         f"(agents started in {res['started_s']:.2f} s); RSS median "
         f"{res['agent_rss_mib']['median']} MiB")
@@ -653,6 +726,8 @@ def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
     c.nbctl("--wait=hv", "lsp-del", "hv1-new", timeout=300)
     log(f"  --wait=hv: ACL add {res['acl_add_s']:.2f} s, VIF add+bind "
         f"{res['vif_bind_s']:.2f} s")
+    res["engine_stats_settled"] = fleet_engine_stats(cl.hvs)
+    res["agent_cpu_settled_s"] = round(sum(proc_cpu_s(p) for p in pids if p), 1)
 
     if faults:
         res["faults"] = run_faults(cl, kind, settled, log)
@@ -701,20 +776,42 @@ def _restart_sb(c: Central, k: int) -> None:
 
 
 def run(n: int, agents: Sequence[str], vifs: int = 3, relays: int = 2, faults: bool = True,
-        keep: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Build one cluster of n chassis and run each agent kind on it in turn."""
+        keep: bool = False, log: Callable[[str], None] = print,
+        agent_args: dict[str, list[str]] | None = None,
+        profile: bool = False) -> dict[str, Any]:
+    """Build one cluster of n chassis and run each agent kind on it in turn
+    (the chassis are reset in between: each kind starts from the same state)."""
     results: list[dict[str, Any]] = []
-    with ScaleCluster(n, vifs=vifs, relays=relays, keep=keep) as cl:
+    with ScaleCluster(n, vifs=vifs, relays=relays, keep=keep,
+                      agent_args=dict(agent_args or {}), profile=profile) as cl:
         log(f"cluster of {n} chassis up in {cl.root}")
         for kind in agents:
             res = run_phase(cl, kind, faults=faults, log=log)
             results.append(res)
             cl.stop_agents()
+            cl.reset_chassis()
     out: dict[str, Any] = {"n": n, "results": results}
     dumps = {r["agent"]: r.pop("dumps") for r in results}
     if "py" in dumps and "c" in dumps:
         out["flow_equality"] = compare_dumps(dumps["py"], dumps["c"])
     return out
+
+
+def engine_table(results: Sequence[dict[str, Any]],
+                 key: str = "engine_stats_settled") -> str:
+    """Markdown: recomputes / computes per engine node summed over the
+    agents of each run, the nodes that recomputed or computed anywhere."""
+    stats = [r.get(key) or {} for r in results]
+    names: list[str] = []
+    for st in stats:
+        names += [n for n, v in st.items() if n not in names and (v[0] or v[1])]
+    heads = [f"{r['agent']} N={r['n']}" for r in results]
+    lines = [f"engine nodes, recompute / compute summed over agents ({key}):",
+             "| node | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    for name in names:
+        cells = ["{} / {}".format(*st[name][:2]) if name in st else "-" for st in stats]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -730,6 +827,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=os.environ.get("SCALE_OUT", str(RESULTS_DIR)),
                    help="directory for scale.json (and scale.png)")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
+    p.add_argument("--py-args", default="", help="extra arguments of our agents "
+                   "(e.g. '-vinc_proc_eng:file:dbg'), split on blanks")
+    p.add_argument("--c-args", default="", help="extra arguments of the C agents")
+    p.add_argument("--profile", action="store_true", help="cProfile our agents into "
+                   "<hv dir>/agent.prof (up to the first install) and agent.prof.steady, "
+                   "with a per-iteration timeline in agent.timeline (with --keep)")
     p.add_argument("--merge", nargs="+", metavar="JSON",
                    help="run nothing: one table and plot from earlier scale.json files")
     args = p.parse_args(argv)
@@ -744,7 +847,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = []
     for n in ns:
         runs.append(run(n, agents, vifs=args.vifs, relays=args.relays,
-                        faults=not args.no_faults, keep=args.keep))
+                        faults=not args.no_faults, keep=args.keep,
+                        agent_args={"py": args.py_args.split(), "c": args.c_args.split()},
+                        profile=args.profile))
     results = [r for one in runs for r in one["results"]]
     if ns:
         print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n")
@@ -754,6 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"N={one['n']} {ch}: {d['flows']} canonical flows ours, {d['c_flows']} C; "
                   f"only ours {d['only_ours']}, only C {d['only_c']}, "
                   f"groups differing {d['groups_differ']}")
+    print(engine_table(results))
     (out_dir / "scale.json").write_text(json.dumps(
         {"cpus": os.cpu_count(), "runs": runs}, indent=1, default=str))
     if plot(results, out_dir / "scale.png"):
