@@ -261,6 +261,34 @@ class Central(Sandbox):
                 return int(word.split(":", 1)[1])
         return None
 
+    def rpc_log_on(self) -> dict[str, int]:
+        """Log every JSON-RPC message on the relays (``jsonrpc:file:dbg``);
+        returns the current size of their logs (where counting starts)."""
+        marks: dict[str, int] = {}
+        for role, d in self.daemons.items():
+            if role.startswith("relay"):
+                self.appctl(role, "vlog/set", "jsonrpc:file:dbg", timeout=10)
+                marks[role] = d.log.stat().st_size if d.log.exists() else 0
+        return marks
+
+    def rpc_counts(self, marks: dict[str, int]) -> dict[str, int]:
+        """Requests the relays received since `marks`, by method."""
+        counts: dict[str, int] = {}
+        for role, start in marks.items():
+            d = self.daemons.get(role)
+            if d is None or not d.log.exists():
+                continue
+            with open(d.log, "rb") as f:
+                f.seek(start)
+                for raw in f:
+                    i = raw.find(b'received request, method="')
+                    if i < 0:
+                        continue
+                    j = i + len(b'received request, method="')
+                    method = raw[j:raw.find(b'"', j)].decode(errors="replace")
+                    counts[method] = counts.get(method, 0) + 1
+        return counts
+
     def server_cpu(self) -> dict[str, float]:
         return {role: proc_cpu_s(d.pid) for role, d in self.daemons.items()
                 if role.startswith(("sb", "relay")) or role == "northd"}
@@ -328,6 +356,8 @@ class ScaleCluster:
     agent_args: dict[str, list[str]] = field(default_factory=dict)
     # cProfile our agents (OVN_CONTROLLER_PY_PROFILE=<hv dir>/agent.prof)
     profile: bool = False
+    # count the JSON-RPC requests the relays receive (their jsonrpc debug log)
+    count_rpc: bool = False
 
     def start(self) -> ScaleCluster:
         self.central = Central(self.root / "central", self.relays).start()
@@ -673,6 +703,7 @@ def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
     c = cl.c
     res: dict[str, Any] = {"agent": kind, "n": cl.n,
                            "loadavg_1min": round(os.getloadavg()[0], 1)}
+    marks = c.rpc_log_on() if cl.count_rpc else None
     cpu0 = c.server_cpu()
     t0 = time.monotonic()
     cl.start_agents(kind)
@@ -688,6 +719,10 @@ def run_phase(cl: ScaleCluster, kind: str, faults: bool = True,
     res["agent_cpu_s"] = {"median": _median(cpu), "max": round(max(cpu), 2),
                           "total": round(sum(cpu), 1)}
     res["engine_stats_converged"] = fleet_engine_stats(cl.hvs)
+    if marks is not None:
+        res["relay_requests_to_converge"] = c.rpc_counts(marks)
+        log(f"  requests the relays received until converged: "
+            f"{res['relay_requests_to_converge']}")
     log(f"[{kind} N={cl.n}] converged in {res['converge_s']:.2f} s "
         f"(agents started in {res['started_s']:.2f} s); RSS median "
         f"{res['agent_rss_mib']['median']} MiB")
@@ -778,12 +813,13 @@ def _restart_sb(c: Central, k: int) -> None:
 def run(n: int, agents: Sequence[str], vifs: int = 3, relays: int = 2, faults: bool = True,
         keep: bool = False, log: Callable[[str], None] = print,
         agent_args: dict[str, list[str]] | None = None,
-        profile: bool = False) -> dict[str, Any]:
+        profile: bool = False, count_rpc: bool = False) -> dict[str, Any]:
     """Build one cluster of n chassis and run each agent kind on it in turn
     (the chassis are reset in between: each kind starts from the same state)."""
     results: list[dict[str, Any]] = []
     with ScaleCluster(n, vifs=vifs, relays=relays, keep=keep,
-                      agent_args=dict(agent_args or {}), profile=profile) as cl:
+                      agent_args=dict(agent_args or {}), profile=profile,
+                      count_rpc=count_rpc) as cl:
         log(f"cluster of {n} chassis up in {cl.root}")
         for kind in agents:
             res = run_phase(cl, kind, faults=faults, log=log)
@@ -833,6 +869,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true", help="cProfile our agents into "
                    "<hv dir>/agent.prof (up to the first install) and agent.prof.steady, "
                    "with a per-iteration timeline in agent.timeline (with --keep)")
+    p.add_argument("--count-rpc", action="store_true", help="count the JSON-RPC requests "
+                   "the relays receive until convergence, by method (relay jsonrpc debug log)")
     p.add_argument("--merge", nargs="+", metavar="JSON",
                    help="run nothing: one table and plot from earlier scale.json files")
     args = p.parse_args(argv)
@@ -849,7 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs.append(run(n, agents, vifs=args.vifs, relays=args.relays,
                         faults=not args.no_faults, keep=args.keep,
                         agent_args={"py": args.py_args.split(), "c": args.c_args.split()},
-                        profile=args.profile))
+                        profile=args.profile, count_rpc=args.count_rpc))
     results = [r for one in runs for r in one["results"]]
     if ns:
         print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end\n")
