@@ -544,15 +544,23 @@ class PflowOutput:
 
     def _non_vif_data(self, node: Node, inp: Node) -> Handled:
         """A patch port that moved rebuilds the flows of its localnet/l2gateway
-        port; tunnels that moved rebuild the generic flows (the table 0
+        port (a localnet port: of its whole datapath, whose remote ports
+        output through it); tunnels that moved rebuild the generic flows (the table 0
         decapsulation flows) and the ports sending to those chassis (bound
         there, additional chassis there, or an HA group with a member
         there), with the multicast groups of their datapaths (C: any
         non_vif_data change recomputes)."""
         nv: NonVifData = inp.data
-        changes = [(pb, False) for pb in (self.st.idx.pb_by_name.get(n)
-                                          for n in sorted(nv.patches_changed))
-                   if pb is not None]
+        changes: list[tuple[Any, bool]] = []
+        for name in sorted(nv.patches_changed):
+            pb = self.st.idx.pb_by_name.get(name)
+            if pb is None:
+                continue
+            changes.append((pb, False))
+            if pb.type == "localnet" and pb.datapath is not None:
+                # Every port of its datapath not bound here leaves through it.
+                changes += [(p, False) for p in self.st.idx.pbs_on_datapath(pb.datapath.uuid)
+                            if p.uuid != pb.uuid]
         generic = nv.tunnels_changed
         if generic:
             changes += [(pb, False) for pb in self._ports_using(nv.tunnel_chassis_changed)]

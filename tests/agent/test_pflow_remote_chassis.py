@@ -157,3 +157,25 @@ def test_remote_chassis_appearing_rebuilds_the_generic_flows(sb: SbSnapshot) -> 
     tc = TableChanges("Chassis")
     tc.record(ROW_UPDATE, h.ctx.chassis, {"other_config": {}})
     assert h.out.handlers["chassis"](h.node, types.SimpleNamespace(data=tc)) is UNHANDLED
+
+
+@pytest.mark.parametrize("ofport", [9, None])
+def test_localnet_patch_port_moving_rebuilds_its_datapath(sb: SbSnapshot,
+                                                          ofport: int | None) -> None:
+    """The ports of a localnet datapath not bound here leave through the
+    localnet's patch port: moving (9) or losing (None) it rebuilds them too."""
+    h = Harness(sb, None)
+    h.finish()
+    before = h.table()
+    patches = {} if ofport is None else {"ln-pub": ofport}
+    assert dict(h.ctx.patch_ofports) == {"ln-pub": 2}
+    h.ctx.patch_ofports = patches
+    nv = NonVifData()
+    nv.patch_ofports = dict(patches)
+    nv.patches_changed = {"ln-pub"}
+    h.feed(nv)
+    h.run()
+    fresh = Harness(sb, None)
+    fresh.ctx.patch_ofports = patches
+    fresh.finish()
+    assert h.table() == fresh.table() != before
