@@ -32,6 +32,14 @@ dumps of sampled chassis, then the faults (SB leader kill, relay kill, all
 agents killed and restarted at once) with the time until ``--wait=hv`` works
 again and the minimum flow count of the sampled chassis meanwhile.
 
+Between agent kinds :meth:`ScaleCluster.reset_chassis` removes what the
+stopped agents left (Chassis/Encap/Chassis_Private rows, tunnel ports,
+ct-zone keys, ovn-installed marks, flows), so each kind starts from the
+same state (before, the C agents found ours' chassis and claims already in
+place).  Each phase also records ``inc-engine/show-stats`` summed over the
+agents (printed per node) and, with ``--count-rpc``, the requests the
+relays received until convergence, by method.
+
 Everything is measured, nothing is asserted here; integration/test_scale.py
 asserts on a small N.  Tables and plots: :mod:`integration.scale_report`.  ``python -m integration.scale --help``.
 """
