@@ -10,7 +10,8 @@ SB behind two relays.
   is retried without a full recompute and lands once quorum is back; a forced
   recompute then changes nothing on br-int;
 * the canonical flow dumps of every chassis under ours equal those under the
-  C agent on the same cluster.
+  C agent on the same cluster, started (as the harness does) from the state
+  ours started from (``ScaleCluster.reset_chassis``).
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ def test_flows_equal_c_agent(cluster: ScaleCluster) -> None:
     time.sleep(1.0)
     ours = {hv.chassis: dump_agent(hv, "py", 0.0) for hv in cluster.hvs}
     cluster.stop_agents()
+    cluster.reset_chassis()     # C starts from the state ours started from
+    assert not cluster.c.sbctl("--bare", "--columns=name", "list", "Chassis").split()
     cluster.start_agents("c")
     cluster.wait_converged(timeout=300)
     time.sleep(1.0)

@@ -140,13 +140,22 @@ class StateLeaf:
         return None
 
 
-def sb_chassis_handler(node: Node, inp: Node) -> Handled:
-    """Chassis input of both flow outputs: a chassis that appears or goes
-    away recomputes; updates of existing rows need nothing here (what the
-    flows read of them comes through runtime_data, which recomputes on any
-    Chassis change)."""
-    tc = _changes(inp)
-    return UNHANDLED if tc.created or tc.deleted else HANDLED_UNCHANGED
+def lflow_chassis_handler(st: AgentState) -> HandlerFn:
+    """Chassis input of logical_flow_output: only our own row appearing or
+    going away recomputes.  No logical flow reads another chassis' row (what
+    they ask of remote chassis: where a port is bound, a reference of its
+    Port_Binding; a chassis' tunnel ofport, non_vif_data), so other chassis
+    joining or leaving change nothing here.  (C recomputes on any chassis
+    appearing or going away, pflow_lflow_output_sb_chassis_handler: at
+    scale, every agent recomputed its lflows for each chassis joining.)"""
+    def handler(node: Node, inp: Node) -> Handled:
+        tc = _changes(inp)
+        me = st.chassis
+        for u, tr in (*tc.created.items(), *tc.deleted.items()):
+            if me is None or u == me.uuid or getattr(tr.row, "name", None) == me.name:
+                return UNHANDLED
+        return HANDLED_UNCHANGED
+    return handler
 
 
 def agent_nodes(st: AgentState, tables: Tables) -> dict[str, EngineNode]:

@@ -98,10 +98,14 @@ GRAPH: dict[str, list[Edge]] = {
         ("ovs_interface_shadow", "ovs_interface_shadow"),
     ],
     "port_groups": [("SB_port_group", "sb_port_group"), ("runtime_data", "runtime_data")],
-    "template_vars": [("OVS_open_vswitch", None), ("SB_chassis", None),
+    # C: SB_chassis is a recompute edge of these two; here a handler that does
+    # what the (cheap, SB-read-only) recompute does, which unlike a recompute
+    # is not refused while an SB transaction is in flight (an aborted run
+    # forces a recompute of every node next time).
+    "template_vars": [("OVS_open_vswitch", None), ("SB_chassis", "sb_chassis"),
                       ("SB_chassis_template_var", "sb_chassis_template_var")],
-    "non_vif_data": [("OVS_open_vswitch", None), ("OVS_bridge", None), ("SB_chassis", None),
-                     ("OVS_interface", "ovs_interface")],
+    "non_vif_data": [("OVS_open_vswitch", None), ("OVS_bridge", None),
+                     ("SB_chassis", "sb_chassis"), ("OVS_interface", "ovs_interface")],
     "lb_data": [("SB_load_balancer", "sb_load_balancer"), ("template_vars", "template_vars"),
                 ("runtime_data", "runtime_data")],
     "logical_flow_output": [
@@ -116,7 +120,8 @@ GRAPH: dict[str, list[Edge]] = {
         # Only the chassis -> tunnel ofport map matters here (C: recompute).
         ("non_vif_data", "non_vif_data"),
         ("SB_multicast_group", "multicast_group"),
-        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
+        # Only our own row appearing or going away recomputes (C: any new or
+        # deleted chassis, pflow_lflow_output_sb_chassis_handler).
         ("SB_chassis", "chassis"), ("SB_port_binding", "port_binding"),
         ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("OVS_flow_sample_collector_set", None),
@@ -141,10 +146,11 @@ GRAPH: dict[str, list[Edge]] = {
     ],
     "if_status_mgr": [("OVS_interface", "ovs_interface")],
     "physical_flow_output": [
-        # Patch ofport moves rebuild their ports; tunnel changes recompute.
+        # Patch ofport moves rebuild their ports, tunnel moves the flows of
+        # the chassis whose tunnels moved (C: recompute).
         ("non_vif_data", "non_vif_data"),
         ("ct_zones", "ct_zones"),
-        # New/deleted chassis recompute (as pflow_lflow_output_sb_chassis_handler).
+        # Remote chassis: their flows (C: new/deleted chassis recompute).
         ("SB_chassis", "chassis"),
         ("if_status_mgr", "if_status_mgr"), ("SB_port_binding", "port_binding"),
         ("SB_multicast_group", "multicast_group"),
@@ -152,15 +158,16 @@ GRAPH: dict[str, list[Edge]] = {
         ("SB_datapath_binding", NOOP),
         ("activated_ports", "activated_ports"),
         ("runtime_data", "runtime_data"),
-        # SB_encap also reports HA_Chassis_Group changes (see SB_TABLE_ALSO).
-        ("SB_encap", None), ("mff_ovn_geneve", None),
+        # SB_encap also reports HA_Chassis_Group changes (see SB_TABLE_ALSO),
+        # which recompute; Encap rows rebuild the ports using them (C: recompute).
+        ("SB_encap", "encap"), ("mff_ovn_geneve", None),
         ("OVS_open_vswitch", None), ("OVS_bridge", None),
         ("OVS_flow_sample_collector_set", "flow_sample_collector_set"),
         ("SB_sb_global", "sb_global"),
         # Beyond C's inputs: physical/ also builds the neighbour, FDB and LB
         # hairpin flows that lflow.c makes in the C agent, and checks bound
         # VIFs moving to another ofport.
-        ("OVS_interface", "ovs_interface"), ("northd_options", None),
+        ("OVS_interface", "ovs_interface"), ("northd_options", "northd_options"),
         # Template variables shape only LB hairpin flows: lb_data names them.
         ("template_vars", NOOP), ("lb_data", "lb_data"),
         ("SB_mac_binding", "mac_binding"), ("SB_static_mac_binding", "static_mac_binding"),

@@ -82,7 +82,7 @@ import structlog
 
 from controller.binding.local_data import TrackedType, opt_first
 from controller.diag.coverage import COVERAGE
-from controller.engine.agent_nodes import AgentState, sb_chassis_handler
+from controller.engine.agent_nodes import AgentState, lflow_chassis_handler
 from controller.engine.core import (
     HANDLED_UNCHANGED,
     HANDLED_UPDATED,
@@ -385,7 +385,7 @@ class LflowOutput:
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
         return {"logical_flow": self._logical_flow, "runtime_data": self._runtime_data,
-                "chassis": sb_chassis_handler,
+                "chassis": lflow_chassis_handler(self.st),
                 "port_binding": self._port_binding, "multicast_group": self._multicast_group,
                 "addr_sets": self._addr_sets, "port_groups": self._port_groups,
                 "template_vars": self._template_vars, "non_vif_data": self._non_vif_data}

@@ -13,8 +13,27 @@ option) and the data of its input nodes (tunnel and patch ports of
 ``non_vif_data``, ``template_vars``, ``northd_options``) into
 ``physical.PhysicalContext``, once per engine run; ``lb_data`` names the
 load balancers whose hairpin flows to rebuild.  ``run`` rebuilds the whole table; the handlers rebuild only the
-flows of the rows that changed and give up (recompute) on changes of
-generic flows; ofctrl only sends the difference.
+flows of the rows that changed; ofctrl only sends the difference.
+
+Other chassis (issue 16).  C recomputes all physical flows when a chassis
+appears or goes away, on any Encap change and (through non_vif_data) on
+any Chassis change or tunnel port move; at scale each chassis joining cost
+every agent several recomputes.  Here what a remote chassis is in: the
+generic flows (its MAC mappings, the decapsulation flow of its tunnel,
+rebuilt whole: a few flows per chassis) and the flows of the ports that
+send to it (bound there as main or additional chassis, or an HA group
+with a member there: ``_ports_using``, found by reference on the local
+datapaths), with the multicast groups of their datapaths.  So non_vif_data
+names the chassis whose tunnels moved, the Encap handler rebuilds the
+ports naming a changed Encap, and the Chassis handler the generic flows
+(plus HA and localnet ports when a chassis comes or goes: HA members'
+weak references to it change unseen).  Still recomputed: our own Chassis
+row, HA_Chassis_Group changes, a new Geneve option slot, drop-sampling
+options, ct zones or the if-status manager recomputed from scratch, a
+bound VIF moving to another ofport.  Measured at N=10/20 on the scale
+harness (``integration/scale.py``, same run as C): physical_flow_output
+recomputes per agent 4.3/4.2 -> 2.0/2.0 (C 5.1/4.8), all of them now the
+start-up's forced ones and those following runtime_data's recomputes.
 
 Bounded slices (issue 15), as in ``logical_flow_output``: ``run`` clears the
 table and queues one item per builder call of ``physical.build_all`` (a
@@ -26,8 +45,8 @@ CPU budget (``budget()``: what the daemon's iteration has left; else
 rows it is given from the current inputs and marks their owners; a queued
 item of a marked owner, or of a row gone since, is skipped, and every other
 item is built later from the then-current inputs, so the result is that of
-a compute started after the change (a test compares the tables).  Changes
-of generic flows give up (recompute), which queues everything afresh.
+a compute started after the change (a test compares the tables); a handler
+rebuilding the generic flows marks their owner too.
 
 Measured, seed-500 cold start (``benchmarks/seed.py`` restart mode, one rep,
 CPU per main-loop iteration from the ``OVN_CONTROLLER_PY_TIMELINE`` lines up
@@ -51,7 +70,7 @@ import physical
 from controller.binding.claim import TUNNEL_TYPES, iface_ofport
 from controller.binding.local_data import TrackedType, opt_first
 from controller.diag.coverage import COVERAGE
-from controller.engine.agent_nodes import AgentState, sb_chassis_handler
+from controller.engine.agent_nodes import AgentState
 from controller.engine.core import (
     HANDLED_UNCHANGED,
     HANDLED_UPDATED,
@@ -62,6 +81,7 @@ from controller.engine.core import (
 )
 from controller.nodes.lb_data import LbData
 from controller.nodes.non_vif_data import NonVifData
+from controller.ovsdb.indexes import ref_uuid
 from controller.ovsdb.tracking import TableChanges
 from ofctrl.desired import DesiredFlowTable
 
@@ -75,6 +95,8 @@ log = structlog.get_logger("physical")
 # Port_Binding columns no flow is built from (the if-status manager sets
 # ``up`` of every port once its flows are installed).
 PB_FLOWLESS_COLUMNS = frozenset({"up"})
+# SB_Global options of drop sampling (physical.PhysicalDebug).
+DEBUG_DROP_OPTIONS = ("debug_drop_collector_set", "debug_drop_domain_id")
 
 # CPU per engine run spent building queued items when no budget callable is
 # set (see the design note; the daemon passes what is left of its iteration).
@@ -184,6 +206,17 @@ def physical_context(st: AgentState, chassis_rows: Any, non_vif: NonVifData,
         template_vars=template_vars)
 
 
+def _ref_uuids(row: Any, column: str) -> set[Any]:
+    """UUIDs held in a set-of-references column, without row lookups."""
+    data = row.__dict__.get("_data") if hasattr(row, "__dict__") else None
+    if data is not None and column in data:
+        values = getattr(data[column], "values", None)
+        if values is not None:
+            return {atom.value for atom in values}
+    refs = getattr(row, column, None) or ()
+    return {getattr(r, "uuid", r) for r in refs}
+
+
 # More interfaces than this changing MTU in one run (start-up): recompute.
 MTU_REBUILD_MAX = 64
 
@@ -193,9 +226,9 @@ class PflowOutput:
 
     ``run`` rebuilds the whole table; handlers re-build only the flows owned
     by the SB rows that changed (``physical.lport_update`` decides which
-    Port_Bindings to redo) and give up (full recompute) on anything that
-    changes generic flows: tunnels, patch ports, new local datapaths, zones
-    recomputed from scratch, chassis, SB_Global options.
+    Port_Bindings to redo), the generic flows whole when tunnels or remote
+    chassis change, and give up (full recompute) on what the design note
+    lists.
     """
 
     def __init__(self, st: AgentState, tables: Callable[[str], Mapping[Any, Any]],
@@ -220,7 +253,8 @@ class PflowOutput:
     def handlers(self) -> Mapping[str, HandlerFn]:
         return {
             "ct_zones": self._ct_zones,
-            "chassis": sb_chassis_handler,
+            "chassis": self._chassis,
+            "encap": self._encap,
             "if_status_mgr": self._if_status_mgr,
             "runtime_data": self._runtime_data,
             "port_binding": self._port_binding,
@@ -230,6 +264,7 @@ class PflowOutput:
             "static_mac_binding": self._owned_rows(physical.static_mac_binding_flows),
             "fdb": self._owned_rows(physical.fdb_flows),
             "lb_data": self._lb_data,
+            "northd_options": self._northd_options,
             "non_vif_data": self._non_vif_data,
             "activated_ports": self._activated_ports,
             "flow_sample_collector_set": lambda node, inp: HANDLED_UNCHANGED,
@@ -291,7 +326,9 @@ class PflowOutput:
         while queue:
             kind, u = queue.pop()
             n += 1
-            if kind == "conj":
+            if kind in ("conj", "tunnel") and physical.GENERIC_OWNER in rebuilt:
+                pass        # a handler rebuilt all the generic flows meanwhile
+            elif kind == "conj":
                 add_to_desired(table, physical.chassis_mac_conj_flows(ctx), physical.GENERIC_OWNER)
             elif kind == "tunnel":
                 pbs = list(self.tables("Port_Binding").values())
@@ -497,15 +534,138 @@ class PflowOutput:
                 self._add(physical.lb_hairpin_flows(ctx, lb), u)
         return HANDLED_UPDATED
 
+    def _northd_options(self, node: Node, inp: Node) -> Handled:
+        """lb_hairpin_use_ct_mark moved: only LB hairpin flows read it."""
+        ctx = self._ctx(node)
+        for u, lb in self.tables("Load_Balancer").items():
+            self._drop(u)
+            self._add(physical.lb_hairpin_flows(ctx, lb), u)
+        return HANDLED_UPDATED
+
     def _non_vif_data(self, node: Node, inp: Node) -> Handled:
-        """Tunnels are in generic flows (recompute); a patch port that moved
-        rebuilds the flows of its localnet/l2gateway port."""
+        """A patch port that moved rebuilds the flows of its localnet/l2gateway
+        port (a localnet port: of its whole datapath, whose remote ports
+        output through it); tunnels that moved rebuild the generic flows (the table 0
+        decapsulation flows) and the ports sending to those chassis (bound
+        there, additional chassis there, or an HA group with a member
+        there), with the multicast groups of their datapaths (C: any
+        non_vif_data change recomputes)."""
         nv: NonVifData = inp.data
-        if nv.tunnels_changed:
+        changes: list[tuple[Any, bool]] = []
+        for name in sorted(nv.patches_changed):
+            pb = self.st.idx.pb_by_name.get(name)
+            if pb is None:
+                continue
+            changes.append((pb, False))
+            if pb.type == "localnet" and pb.datapath is not None:
+                # Every port of its datapath not bound here leaves through it.
+                changes += [(p, False) for p in self.st.idx.pbs_on_datapath(pb.datapath.uuid)
+                            if p.uuid != pb.uuid]
+        generic = nv.tunnels_changed
+        if generic:
+            changes += [(pb, False) for pb in self._ports_using(nv.tunnel_chassis_changed)]
+        if not changes and not generic:
+            return HANDLED_UNCHANGED
+        ctx = self._ctx(node)
+        if generic:
+            self._rebuild_generic(ctx)
+        res = self._rebuild_lports(ctx, changes)
+        return HANDLED_UPDATED if generic and res is HANDLED_UNCHANGED else res
+
+    # -- remote chassis ------------------------------------------------
+    def _local_pbs(self) -> Iterator[Any]:
+        """The Port_Bindings of the local datapaths (no other has flows)."""
+        idx = self.st.idx
+        for dp_uuid in list(self.st.rt.local_datapaths):
+            yield from idx.pbs_on_datapath(dp_uuid)
+
+    def _ports_using(self, names: set[str]) -> list[Any]:
+        """Ports of local datapaths whose flows look up a tunnel to one of the
+        chassis `names`: bound there (main or additional) or in an HA chassis
+        group with a member there (read by reference, no row conversions)."""
+        if not names:
+            return []
+        chassis = {u for u, ch in self.tables("Chassis").items() if ch.name in names}
+        groups = self.tables("HA_Chassis_Group")
+        out = []
+        for pb in self._local_pbs():
+            if ref_uuid(pb, "chassis") in chassis or not chassis.isdisjoint(
+                    _ref_uuids(pb, "additional_chassis")):
+                out.append(pb)
+                continue
+            hg = ref_uuid(pb, "ha_chassis_group")
+            group = groups.get(hg) if hg is not None else None
+            if group is not None and any(ref_uuid(hac, "chassis") in chassis
+                                         for hac in group.ha_chassis):
+                out.append(pb)
+        return out
+
+    def _rebuild_generic(self, ctx: physical.PhysicalContext) -> None:
+        """The flows of nobody (remote chassis MACs, tunnel decapsulation,
+        table defaults), as the recompute builds them."""
+        pbs = list(self.tables("Port_Binding").values())
+        self._drop(physical.GENERIC_OWNER)
+        self._add(physical.chassis_mac_conj_flows(ctx) + physical.tunnel_flows(ctx, pbs)
+                  + physical.default_flows(ctx), physical.GENERIC_OWNER)
+
+    def _chassis(self, node: Node, inp: Node) -> Handled:
+        """Remote Chassis rows are in the generic flows (their MAC mappings)
+        and, through HA chassis groups, in the flows of HA ports and
+        localnet ports (the weak references of those groups' members to a
+        chassis come and go with it, unseen by the trackers): a remote
+        chassis appearing or going away rebuilds those, an update of its other_config the generic
+        flows, and of its is-vtep the multicast groups of the local
+        datapaths.  Our own row, or a name change: recompute.  (C recomputes
+        on a new or deleted chassis, and on any Chassis change through
+        non_vif_data.)"""
+        tc: TableChanges = inp.data
+        me = self.st.chassis
+        if me is None:
             return UNHANDLED
-        changes = [(pb, False) for pb in (self.st.idx.pb_by_name.get(n)
-                                          for n in sorted(nv.patches_changed))
-                   if pb is not None]
+        generic = ha = mcast = False
+        for tr in tc.all():
+            row = tr.row
+            if row.uuid == me.uuid or "name" in tr.old or \
+                    getattr(row, "name", None) == me.name:
+                return UNHANDLED
+            if tc.is_new(row.uuid) or tc.is_deleted(row.uuid):
+                generic = ha = True
+            elif "other_config" in tr.old:
+                generic = True
+                old = tr.old_value("other_config")
+                old_vtep = old.get("is-vtep") if isinstance(old, dict) else None
+                mcast |= old_vtep != row.other_config.get("is-vtep")
+        if not (generic or mcast):
+            return HANDLED_UNCHANGED
+        ctx = self._ctx(node)
+        if generic:
+            self._rebuild_generic(ctx)
+        changes: list[tuple[Any, bool]] = []
+        if ha:
+            # HA ports, and localnet ports (their router port MAC flows ask
+            # whether a chassisredirect port is resident here).
+            changes = [(pb, False) for pb in self._local_pbs()
+                       if ref_uuid(pb, "ha_chassis_group") is not None
+                       or pb.type == "localnet"]
+        mc_dps = set(self.st.rt.local_datapaths) if mcast else None
+        if self._rebuild_lports(ctx, changes, mc_dps) is UNHANDLED:
+            return UNHANDLED
+        return HANDLED_UPDATED
+
+    def _encap(self, node: Node, inp: Node) -> Handled:
+        """Encap rows: rebuild the ports that name them (``encap``,
+        ``additional_encap``: which tunnel of a chassis to use).  The
+        HA_Chassis_Group changes this input also carries recompute."""
+        tracker = getattr(inp, "tracker", None)
+        if tracker is not None and any(tracker.tables.get(t) for t in getattr(inp, "also", ())):
+            return UNHANDLED
+        tc: TableChanges = inp.data
+        encaps = set(tc.created) | set(tc.updated) | set(tc.deleted)
+        if not encaps:
+            return HANDLED_UNCHANGED
+        changes = [(pb, False) for pb in self._local_pbs()
+                   if ref_uuid(pb, "encap") in encaps
+                   or not encaps.isdisjoint(_ref_uuids(pb, "additional_encap"))]
         if not changes:
             return HANDLED_UNCHANGED
         return self._rebuild_lports(self._ctx(node), changes)
@@ -537,13 +697,14 @@ class PflowOutput:
         return handler
 
     def _ovs_interface(self, node: Node, inp: Node) -> Handled:
-        """VIF appearances/removals reach us through runtime_data; tunnel and
-        patch interfaces and ofport moves change generic flows: recompute."""
+        """VIF appearances/removals reach us through runtime_data, tunnel and
+        patch interfaces through non_vif_data; a bound VIF moving to another
+        ofport recomputes."""
         tc: TableChanges = inp.data
         for tr in tc.all():
             iface = tr.row
             if iface.type in TUNNEL_TYPES:
-                return UNHANDLED
+                continue
             if "ofport" in tr.old and not tc.is_new(iface.uuid) and \
                     iface.external_ids.get("iface-id"):
                 old = opt_first(tr.old_value("ofport"))
@@ -552,10 +713,20 @@ class PflowOutput:
         return HANDLED_UNCHANGED
 
     def _sb_global(self, node: Node, inp: Node) -> Handled:
+        """Of SB_Global's options only the drop sampling ones shape physical
+        flows (as C's pflow_output_debug_handler; lb_hairpin_use_ct_mark
+        comes through northd_options); the row appearing or going away, or
+        ipsec, recompute."""
         tc: TableChanges = inp.data
         if tc.created or tc.deleted:
             return UNHANDLED
         for tr in tc.updated.values():
-            if "options" in tr.old or "ipsec" in tr.old:
+            if "ipsec" in tr.old:
                 return UNHANDLED
+            if "options" in tr.old:
+                old = tr.old_value("options")
+                new = tr.row.options
+                if not isinstance(old, dict) or any(old.get(k) != new.get(k)
+                                                    for k in DEBUG_DROP_OPTIONS):
+                    return UNHANDLED
         return HANDLED_UNCHANGED

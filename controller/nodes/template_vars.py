@@ -7,9 +7,9 @@ Its data maps each variable of the Chassis_Template_Var row of this chassis
 appeared, went away or got another value in this iteration, as C's
 en_template_vars tracks them.  ``logical_flow_output`` re-processes the
 lflows that used a changed name; ``lb_data`` marks the templated load
-balancers.  OVS_open_vswitch and SB_chassis (which chassis is this one) are
-recompute edges; the Chassis_Template_Var handler re-reads the (one) row of
-this chassis.
+balancers.  OVS_open_vswitch is a recompute edge; the SB_chassis (which
+chassis is this one) and Chassis_Template_Var handlers re-read the (one)
+row of this chassis, as ``run`` does.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class TemplateVarsNode:
 
     @property
     def handlers(self) -> Mapping[str, HandlerFn]:
-        return {"sb_chassis_template_var": self._sb_chassis_template_var}
+        return {"sb_chassis_template_var": self._sb_chassis_template_var,
+                "sb_chassis": self._sb_chassis_template_var}
 
     def clear_tracked(self) -> None:
         self.data.changed.clear()

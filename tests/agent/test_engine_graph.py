@@ -195,9 +195,10 @@ def test_nodes_are_the_c_agents_in_its_order():
     assert tuple(shown) == C_NODE_ORDER
 
 
-def test_ha_chassis_group_changes_recompute_physical_flows():
+def test_ha_chassis_group_changes_reach_physical_flows():
     """C sees them as Port_Binding updates (IDL reference tracking); here
-    they ride on SB_encap's recompute edge of physical_flow_output."""
+    they ride on SB_encap, whose handler in physical_flow_output recomputes
+    on them (tests/agent/test_flow_outputs.py)."""
     calls: list[str] = []
     ovs, sb, p = parts(calls)
     eng = build_engine(p)
@@ -205,7 +206,7 @@ def test_ha_chassis_group_changes_recompute_physical_flows():
     eng.init_run()
     eng.run(True)
     assert eng.node("SB_encap").state is State.UPDATED
-    assert "run physical_flow_output" in calls
+    assert "physical_flow_output.encap" in calls
     assert "run logical_flow_output" not in calls
 
 

@@ -148,7 +148,18 @@ def test_non_vif_data_scans_tunnels_and_patches():
     tun = changes("Interface", (ROW_CREATE, FakeRow(type="geneve", external_ids={})))
     h = node.handlers["ovs_interface"]
     assert h(NODE, SimpleNamespace(data=vif)) is HANDLED_UNCHANGED
-    assert h(NODE, SimpleNamespace(data=tun)) is UNHANDLED
+    # A tunnel interface rescans br-int, as the recompute would: nothing
+    # moved yet, then a tunnel to hv4 got its ofport.
+    node.clear_tracked()
+    assert h(NODE, SimpleNamespace(data=tun)) is HANDLED_UNCHANGED
+    br.ports[3].interfaces[0].__dict__["ofport"] = [9]
+    assert h(NODE, SimpleNamespace(data=tun)) is HANDLED_UPDATED
+    assert node.data.tunnels_changed and node.data.tunnel_chassis_changed == {"hv4"}
+    assert node.data.tunnel_ofports == {"hv2": 5, "hv4": 9}
+    # SB_chassis: the same rescan (nothing moved since)
+    node.clear_tracked()
+    assert node.handlers["sb_chassis"](NODE, SimpleNamespace(data=None)) is HANDLED_UNCHANGED
+    assert not node.data.tunnels_changed and not node.data.tunnel_chassis_changed
 
 
 def test_ovs_interface_shadow_passes_the_changes_through():
