@@ -28,8 +28,9 @@ if-status entry).  :func:`binding_run` stops claiming once the pass has
 spent ``RuntimeData.slice_ms`` of CPU, and so do the incremental handlers
 (per engine run, from their first claim; at a cold start the ports usually
 arrive as one tracked SB update): the VIF claims left (new claims through
-the if-status manager only) go to ``RuntimeData.claim_queue``, in order, and are treated like postponed ones meanwhile (local
-datapath, related and local lport, not bound here).  Everything else of the
+the if-status manager only, and the containers behind them) go to
+``RuntimeData.claim_queue``, in order, and are treated like postponed ones
+meanwhile (local datapath, related and local lport, not bound here).  Everything else of the
 pass (local datapaths, related ports, already claimed ports, non-VIF
 lports) is complete.  ``controller.binding.incremental.claim_queued`` then
 claims one budgeted slice per iteration as tracked changes, committed with
@@ -426,18 +427,25 @@ class Binder:
         log.debug(f"Postponed claim on logical port {name}.")
         return True
 
-    def _defer_claim(self, name: str) -> bool:
+    def _defer_claim(self, name: str, notify_up: bool, parent: Any | None) -> bool:
         """Queue the claim of VIF `name` for a later slice when this engine
         run has spent its claim budget (which starts with the first claim,
-        or with the full pass); a claim made now leaves the queue."""
+        or with the full pass), and that of a container whose parent's
+        claim is queued (it follows its parent, in order); a claim made now
+        leaves the queue."""
         rt = self.rt
         if self.defer and rt.slice_ms is not None:
-            now = time.process_time()
-            if rt.claim_deadline is None:
-                rt.claim_deadline = now + rt.slice_ms / 1000
-            elif now >= rt.claim_deadline:
-                rt.claim_queue[name] = None
-                return True
+            if parent is not None:
+                if rt.claim_queue and parent.logical_port in rt.claim_queue:
+                    rt.claim_queue[name] = None
+                    return True
+            elif notify_up:
+                now = time.process_time()
+                if rt.claim_deadline is None:
+                    rt.claim_deadline = now + rt.slice_ms / 1000
+                elif now >= rt.claim_deadline:
+                    rt.claim_queue[name] = None
+                    return True
         if rt.claim_queue:
             rt.claim_queue.pop(name, None)
         return False
@@ -452,7 +460,7 @@ class Binder:
             if not same_chassis(cur, me):
                 if cur is not None and self._maybe_postpone(name):
                     return True
-                if notify_up and self._defer_claim(name):
+                if self._defer_claim(name, notify_up, parent):
                     return True
                 if is_additional_chassis(pb, me):
                     if ro:

@@ -265,7 +265,8 @@ def claim_queued(ctx: BindingCtx, rt: RuntimeData) -> None:
     while queue:
         name = next(iter(queue))
         pb = idx.pb_by_name.get(name)
-        if pb is not None and not (b.consider(pb) and _reconsider_children(b, name)):
+        # Containers behind a queued VIF are queued after it (not re-considered here).
+        if pb is not None and not b.consider(pb):
             rt.postponed.add(name)
         queue.pop(name, None)
         if clock() >= deadline:
