@@ -566,8 +566,13 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             self.engine.clear_force()
             if self.engine.root.state is State.UPDATED:
                 self.startup.engine_updated()
-        if any(self.engine.node(n).pending() for n in (*FLOW_OUTPUT_NODES, "runtime_data")):
-            self._wake = True       # a sliced compute (or claim) goes on next iteration
+        if any(self.engine.node(n).pending() for n in FLOW_OUTPUT_NODES):
+            self._wake = True       # a sliced compute goes on next iteration
+        elif ran and not self.engine.aborted and self.engine.node("runtime_data").pending():
+            # So do queued claims; after an aborted run the engine resumes
+            # nothing until a recompute is allowed (which wakes us), so no
+            # busy loop meanwhile.
+            self._wake = True
         if self.ovs.txn is not None and self.br_int is not None:
             csw = self.stopwatches["ct-zone-commit"]
             csw.start()
