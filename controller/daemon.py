@@ -258,9 +258,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
     def _outputs_valid(self) -> bool:
         """Like engine_get_data(): flow tables are handed to ofctrl only when
         their nodes were computed (not stale or aborted, nothing pending) in
-        this iteration, from a replica with no update half applied."""
+        this iteration, from a replica with no update half applied, and no
+        VIF claim is still queued (``controller.nodes.runtime_data``)."""
         return all(self.engine.node(n).is_valid() for n in FLOW_OUTPUT_NODES) and \
-            not self._sb_deferred()
+            not self._sb_deferred() and not self.engine.node("runtime_data").pending()
 
     def _sb_deferred(self) -> bool:
         return self.sb is not None and self.sb.has_deferred()
@@ -560,6 +561,11 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                 self.startup.engine_updated()
         if any(self.engine.node(n).pending() for n in FLOW_OUTPUT_NODES):
             self._wake = True       # a sliced compute goes on next iteration
+        elif ran and not self.engine.aborted and self.engine.node("runtime_data").pending():
+            # So do queued claims; after an aborted run the engine resumes
+            # nothing until a recompute is allowed (which wakes us), so no
+            # busy loop meanwhile.
+            self._wake = True
         if self.ovs.txn is not None and self.br_int is not None:
             csw = self.stopwatches["ct-zone-commit"]
             csw.start()
@@ -584,7 +590,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
         if rt_node.state is State.UPDATED or ports_changed or \
                 starting != self._patch_last_starting:
             self._patch_dirty = True
-        if self._patch_dirty and rt_node.is_valid() and self.ovs.txn is not None:
+        # Claims still queued (runtime_data pending) leave the local datapaths
+        # complete: the patch ports need not wait for them.
+        if self._patch_dirty and rt_node.state in (State.UPDATED, State.UNCHANGED) \
+                and self.ovs.txn is not None:
             psw = self.stopwatches["patch-run"]
             psw.start()
             self._patch_last_starting = starting

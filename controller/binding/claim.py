@@ -21,6 +21,23 @@ and ``ovn-installed`` only after the flows are acked); container, virtual
 and non-VIF lports (l2/l3 gateway, chassisredirect, external) are written
 directly.  A lport re-claimed from another chassis less than 500 ms after we
 claimed it is postponed (anti flip-flop).  Log lines follow the C agent.
+
+Sliced claims (issue 15).  A cold start claims every VIF of the chassis in
+one pass (each claim writes the Port_Binding, logs two lines, creates its
+if-status entry).  :func:`binding_run` stops claiming once the pass has
+spent ``RuntimeData.slice_ms`` of CPU, and so do the incremental handlers
+(per engine run, from their first claim; at a cold start the ports usually
+arrive as one tracked SB update): the VIF claims left (new claims through
+the if-status manager only, and the containers behind them) go to
+``RuntimeData.claim_queue``, in order, and are treated like postponed ones
+meanwhile (local datapath, related and local lport, not bound here).  Everything else of the
+pass (local datapaths, related ports, already claimed ports, non-VIF
+lports) is complete.  ``controller.binding.incremental.claim_queued`` then
+claims one budgeted slice per iteration as tracked changes, committed with
+that iteration's transactions; a claim made by a handler meanwhile leaves
+the queue.  The flows are installed only once the queue is empty
+(``controller.nodes.runtime_data``), so the switch sees the same tables as
+after one long pass.
 """
 
 from __future__ import annotations
@@ -55,6 +72,9 @@ _rl_dup = RateLimiter(per_minute=1, burst=5)
 _rl_unknown = RateLimiter(per_minute=1, burst=5)
 
 CLAIM_TIME_THRESHOLD_MS = 500
+# CPU a binding pass, then each later slice, may spend before the VIF claims
+# still to make wait for the next iteration (see "Sliced claims" above).
+CLAIM_SLICE_MS = 50.0
 OVN_INSTALLED = "ovn-installed"
 OVN_INSTALLED_TS = "ovn-installed-ts"
 TUNNEL_TYPES = frozenset(("geneve", "vxlan", "stt", "patch", "gre", "erspan", "ip6erspan"))
@@ -103,21 +123,28 @@ class RuntimeData:
         self.active_tunnels: set[str] = set()
         self.claim_ts: dict[str, int] = {}
         self.postponed: set[str] = set()
+        # Sliced claims: VIF lports whose claim waits for a later slice (in
+        # table order), the CPU budget of a slice (None: no slicing) and the
+        # process_time() at which the binding pass under way stops claiming.
+        self.claim_queue: dict[str, None] = {}
+        self.slice_ms: float | None = CLAIM_SLICE_MS
+        self.claim_deadline: float | None = None
         self.tracked = False
         self.tracked_dps = TrackedDatapaths()
         self.local_lports_changed = False
         self.related_lports_changed = False
 
     def clear_tracked(self) -> None:
+        self.claim_deadline = None      # a new engine run: a new claim budget
         self.tracked = False
         self.tracked_dps.clear()
         self.local_lports_changed = False
         self.related_lports_changed = False
 
     def reset(self) -> None:
-        keep_ts, keep_post = self.claim_ts, self.postponed
+        keep_ts, keep_post, keep_slice = self.claim_ts, self.postponed, self.slice_ms
         self.__init__()  # type: ignore[misc]
-        self.claim_ts, self.postponed = keep_ts, keep_post
+        self.claim_ts, self.postponed, self.slice_ms = keep_ts, keep_post, keep_slice
 
     def dump_local_bindings(self) -> str:
         out = ["Local bindings:\n"]
@@ -156,10 +183,13 @@ class BindingCtx:
 class Binder:
     """One binding pass over RuntimeData (also the if-status BindingView)."""
 
-    def __init__(self, ctx: BindingCtx, rt: RuntimeData, track: bool) -> None:
+    def __init__(self, ctx: BindingCtx, rt: RuntimeData, track: bool,
+                 defer: bool = False) -> None:
         self.ctx = ctx
         self.rt = rt
         self.tracked: TrackedDatapaths | None = rt.tracked_dps if track else None
+        # `defer`: new VIF claims past the engine run's budget are queued.
+        self.defer = defer
 
     # ---------------------------------------------------------- helpers
     def _local_lport_add(self, name: str) -> None:
@@ -172,17 +202,20 @@ class Binder:
             self.rt.local_lports.discard(name)
             self.rt.local_lports_changed = True
 
-    def _related_add(self, pb: Any) -> None:
-        dp = pb.datapath
+    def _related_add(self, pb: Any, dp: Any | None = None, name: str | None = None) -> None:
+        """`dp` and `name`: the lport's datapath and name when the caller
+        read them already (each column read converts the IDL datum)."""
         if dp is None:
-            return
+            dp = pb.datapath
+            if dp is None:
+                return
         rid = related_id(int(dp.tunnel_key), int(pb.tunnel_key))
         if rid not in self.rt.related_lport_ids:
             self.rt.related_lport_ids.add(rid)
             self.rt.related_lports_changed = True
             if self.tracked is not None:
                 self.tracked.add_lport(pb, TrackedType.NEW)
-        self.rt.related_lports.add(pb.logical_port)
+        self.rt.related_lports.add(name if name is not None else pb.logical_port)
 
     def _related_remove(self, pb: Any) -> None:
         dp = pb.datapath
@@ -197,9 +230,10 @@ class Binder:
         if self.tracked is not None:
             self.tracked.add_lport(pb, ttype)
 
-    def _add_dp(self, pb: Any) -> None:
-        dp = pb.datapath
-        if dp is not None:
+    def _add_dp(self, pb: Any, dp: Any | None = None) -> None:
+        if dp is None:
+            dp = pb.datapath
+        if dp is not None and dp.uuid not in self.rt.local_datapaths:
             add_local_datapath(self.ctx.idx, dp, self.ctx.chassis, self.rt.local_datapaths,
                                self.tracked)
 
@@ -234,8 +268,10 @@ class Binder:
         return iface_id
 
     # ---------------------------------------------------------- consider
-    def consider(self, pb: Any) -> bool:
-        lt = lport_type(pb)
+    def consider(self, pb: Any, lt: LportType | None = None) -> bool:
+        """`lt`: the lport's type when the caller classified it already."""
+        if lt is None:
+            lt = lport_type(pb)
         if lt in (LportType.PATCH, LportType.VTEP):
             self._related_add(pb)
             return True
@@ -278,7 +314,8 @@ class Binder:
         return True
 
     def _consider_vif(self, pb: Any) -> bool:
-        lb = self.rt.bindings.get(pb.logical_port)
+        name = pb.logical_port
+        lb = self.rt.bindings.get(name)
         bound = None
         if lb is not None and lb.iface is not None:
             ver = pb.options.get("iface-id-ver")
@@ -287,27 +324,32 @@ class Binder:
             else:
                 lb.pb, lb.ptype = pb, LportType.VIF
                 bound = lb
-        return self._consider_vif_(pb, can_bind_here(self.ctx.chassis, pb), bound, None)
+        return self._consider_vif_(pb, can_bind_here(self.ctx.chassis, pb), bound, None, name)
 
     def _consider_vif_(self, pb: Any, cb: CanBind, lb: LocalBinding | None,
-                       parent: Any | None) -> bool:
+                       parent: Any | None, name: str | None = None) -> bool:
         me = self.ctx.chassis
-        if lb is not None and lb.iface is not None:
+        if name is None:
+            name = pb.logical_port
+        bound = lb is not None and lb.iface is not None
+        if bound:
+            assert lb is not None
             if cb is not CanBind.CANNOT:
                 if not self._claim(pb, parent, lb.iface, notify_up=parent is None, cb=cb):
                     return False
-                self._add_dp(pb)
-                self._related_add(pb)
-                self._local_lport_add(pb.logical_port)
-            else:
-                ch = pb_chassis(pb)
-                log.info_rl(_rl_notclaim, f"Not claiming lport {pb.logical_port}, chassis {me.name} "
-                            f"requested-chassis {pb.options.get('requested-chassis', '[]')} "
-                            f"pb->chassis {ch.name if ch is not None else ''}")
+                dp = pb.datapath
+                self._add_dp(pb, dp)
+                if dp is not None:
+                    self._related_add(pb, dp, name)
+                self._local_lport_add(name)
+                return True     # bound here, nothing to release
+            ch = pb_chassis(pb)
+            log.info_rl(_rl_notclaim, f"Not claiming lport {name}, chassis {me.name} "
+                        f"requested-chassis {pb.options.get('requested-chassis', '[]')} "
+                        f"pb->chassis {ch.name if ch is not None else ''}")
         if same_chassis(pb_chassis(pb), me) or is_additional_chassis(pb, me) \
-                or self.ctx.if_mgr.state_of(pb.logical_port) is not None:
-            if lb is None or lb.iface is None or cb is CanBind.CANNOT:
-                return self._release(pb)
+                or self.ctx.if_mgr.state_of(name) is not None:
+            return self._release(pb)
         return True
 
     def _parent_ok(self, parent_name: str) -> tuple[LocalBinding, Any | None]:
@@ -385,6 +427,29 @@ class Binder:
         log.debug(f"Postponed claim on logical port {name}.")
         return True
 
+    def _defer_claim(self, name: str, notify_up: bool, parent: Any | None) -> bool:
+        """Queue the claim of VIF `name` for a later slice when this engine
+        run has spent its claim budget (which starts with the first claim,
+        or with the full pass), and that of a container whose parent's
+        claim is queued (it follows its parent, in order); a claim made now
+        leaves the queue."""
+        rt = self.rt
+        if self.defer and rt.slice_ms is not None:
+            if parent is not None:
+                if rt.claim_queue and parent.logical_port in rt.claim_queue:
+                    rt.claim_queue[name] = None
+                    return True
+            elif notify_up:
+                now = time.process_time()
+                if rt.claim_deadline is None:
+                    rt.claim_deadline = now + rt.slice_ms / 1000
+                elif now >= rt.claim_deadline:
+                    rt.claim_queue[name] = None
+                    return True
+        if rt.claim_queue:
+            rt.claim_queue.pop(name, None)
+        return False
+
     def _claim(self, pb: Any, parent: Any | None, iface: Any | None, notify_up: bool,
                cb: CanBind) -> bool:
         me = self.ctx.chassis
@@ -394,6 +459,8 @@ class Binder:
             cur = pb_chassis(pb)
             if not same_chassis(cur, me):
                 if cur is not None and self._maybe_postpone(name):
+                    return True
+                if self._defer_claim(name, notify_up, parent):
                     return True
                 if is_additional_chassis(pb, me):
                     if ro:
@@ -636,17 +703,20 @@ def binding_run(ctx: BindingCtx, rt: RuntimeData) -> None:
     rt.active_tunnels = set(ctx.active_tunnels)
     if ctx.chassis is None:
         return
-    b = Binder(ctx, rt, track=False)
+    b = Binder(ctx, rt, track=False, defer=True)
+    if rt.slice_ms is not None:
+        rt.claim_deadline = time.process_time() + rt.slice_ms / 1000
     b.build_local_bindings()
     localnets, externals, multichassis = [], [], []
     for pb in list(ctx.pb_rows.values()):
-        if not b.consider(pb):
+        lt = lport_type(pb)
+        if not b.consider(pb, lt):
             continue
-        if pb.type == "localnet":
+        if lt is LportType.LOCALNET:
             localnets.append(pb)
-        elif pb.type == "external":
+        elif lt is LportType.EXTERNAL:
             externals.append(pb)
-        elif pb.type == "" and pb.additional_chassis:
+        elif (lt is LportType.VIF or lt is LportType.CONTAINER) and pb.additional_chassis:
             multichassis.append(pb)
     b.finish_localnet(localnets)
     b.finish_external(externals)

@@ -25,6 +25,7 @@ until the next recompute.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Iterable
 
 import structlog
@@ -77,14 +78,20 @@ def _reconsider(b: Binder, names: Iterable[str]) -> bool:
         pb = idx.pb_by_name.get(name)
         if pb is None:
             continue
-        if not b.consider(pb):
+        if not b.consider(pb) or not _reconsider_children(b, name):
             return False
-        lb = b.rt.bindings.get(name)
-        if lb is not None:
-            for child in list(lb.children):
-                cpb = idx.pb_by_name.get(child)
-                if cpb is not None and not b.consider(cpb):
-                    return False
+    return True
+
+
+def _reconsider_children(b: Binder, name: str) -> bool:
+    """Re-consider the container/virtual lports behind local binding `name`."""
+    lb = b.rt.bindings.get(name)
+    if lb is not None and lb.children:
+        idx = b.ctx.idx
+        for child in list(lb.children):
+            cpb = idx.pb_by_name.get(child)
+            if cpb is not None and not b.consider(cpb):
+                return False
     return True
 
 
@@ -95,7 +102,7 @@ def handle_ovs_interface_changes(ctx: BindingCtx, rt: RuntimeData,
         return False
     br = ctx.br_int
     on_br_int = {i.uuid for p in br.ports for i in p.interfaces}
-    b = Binder(ctx, rt, track=True)
+    b = Binder(ctx, rt, track=True, defer=True)
     rt.tracked = True
     affected: list[str] = []
     released_typed: list[str] = []     # released via a non-VIF-typed interface
@@ -194,7 +201,7 @@ def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: An
     """Incremental processing of tracked SB Port_Binding changes."""
     if ctx.chassis is None:
         return False
-    b = Binder(ctx, rt, track=True)
+    b = Binder(ctx, rt, track=True, defer=True)
     rt.tracked = True
     for tr in pb_changes.deleted.values():
         pb = tr.row
@@ -233,10 +240,37 @@ def handle_port_binding_changes(ctx: BindingCtx, rt: RuntimeData, pb_changes: An
             return False
         if not b.consider(pb):
             return False
-        if pb.type == "" and rt.bindings.get(pb.logical_port) is not None:
-            if not _reconsider(b, [pb.logical_port]):
-                return False
+        # A VIF's containers follow it (the VIF itself was just considered).
+        if pb.type == "" and not _reconsider_children(b, pb.logical_port):
+            return False
     return True
+
+
+def claim_queued(ctx: BindingCtx, rt: RuntimeData) -> None:
+    """One slice of the VIF claims a binding pass left queued: re-consider
+    them in order (tracked, like any incremental claim) until the engine
+    run's claim budget (``rt.slice_ms`` of CPU) is spent, at least one.  A lport whose
+    re-consider fails (it needs the SB writable) moves to the postponed
+    ones, whose retry recomputes if it fails again."""
+    queue = rt.claim_queue
+    if not queue:
+        return
+    b = Binder(ctx, rt, track=True)
+    rt.tracked = True
+    clock = time.process_time
+    deadline = rt.claim_deadline       # shared with this run's handlers
+    if deadline is None:
+        deadline = rt.claim_deadline = clock() + (rt.slice_ms or 0.0) / 1000
+    idx = ctx.idx
+    while queue:
+        name = next(iter(queue))
+        pb = idx.pb_by_name.get(name)
+        # Containers behind a queued VIF are queued after it (not re-considered here).
+        if pb is not None and not b.consider(pb):
+            rt.postponed.add(name)
+        queue.pop(name, None)
+        if clock() >= deadline:
+            break
 
 
 def retry_postponed(ctx: BindingCtx, rt: RuntimeData) -> bool:
