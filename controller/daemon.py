@@ -57,7 +57,7 @@ from controller.chassis.registration import (
 )
 from controller.daemon_appctl import AppctlApi
 from controller.daemon_monitors import SbMonitors
-from controller.daemon_profile import DevProfile, gc_after_startup, gc_startup, start_profile
+from controller.daemon_profile import DevProfile, gc_after_startup, gc_bulk, gc_startup, start_profile
 from controller.diag import memory
 from controller.diag.coverage import COVERAGE
 from controller.diag.loop_stats import LoopStats
@@ -561,6 +561,7 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                 self.startup.engine_updated()
         if any(self.engine.node(n).pending() for n in FLOW_OUTPUT_NODES):
             self._wake = True       # a sliced compute goes on next iteration
+            gc_bulk()
         elif ran and not self.engine.aborted and self.engine.node("runtime_data").pending():
             # So do queued claims; after an aborted run the engine resumes
             # nothing until a recompute is allowed (which wakes us), so no
@@ -653,10 +654,11 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
                 if self.loop_stats.first_install_ms is None:
                     self.loop_stats.first_install_done()
                     self.dump_profile(restart=True)
-                    gc_after_startup()
+                gc_after_startup()
         elif sess is not None and self.chassis is not None and self._outputs_partial():
-            # The initial install streams the flows of each slice into its
-            # bundle (committed by the put once the compute is complete).
+            # The flows of each slice stream into one open bundle, committed
+            # by the put once the compute is complete (after the initial
+            # install: only the additions, ofctrl.session).
             lf, pf, _, _ = self._desired_tables()
             fsw = self.stopwatches["flow-installation"]
             fsw.start()

@@ -15,7 +15,8 @@ Design (after OVN 23.03 ofctrl.c, re-expressed for Python):
 * Change tracking: once `change_tracked` is set (after a put), additions,
   modifications and deletions are recorded in `tracked` (ordered) so the
   next put walks only them.  `clear()` (a recompute) turns tracking off and
-  the next put does a full compare.
+  the next put does a full compare.  While a partial put streams additions
+  (ofctrl.session), `fresh` lists the flows added since it last looked.
 
 No I/O here; `installed.py` turns the tables into flow_mod operations.
 """
@@ -83,7 +84,8 @@ class DesiredFlow:
 
 
 class DesiredFlowTable:
-    __slots__ = ("by_key", "by_owner", "tracked", "change_tracked", "extend_tables", "n_flows", "as_index")
+    __slots__ = ("by_key", "by_owner", "tracked", "change_tracked", "extend_tables", "n_flows", "as_index",
+                 "fresh")
 
     def __init__(self, extend_tables: Iterable[OwnerRemovable] = ()) -> None:
         self.by_key: dict[int, DesiredFlow | list[DesiredFlow]] = {}
@@ -92,6 +94,9 @@ class DesiredFlowTable:
         self.as_index: dict[Owner, dict[str, dict[tuple[int, int], list[DesiredFlow]]]] = {}
         self.tracked: dict[DesiredFlow, None] = {}
         self.change_tracked = False
+        # Flows added since ofctrl's last partial put looked (None: not
+        # collected; see OfctrlSession.put_partial).
+        self.fresh: list[DesiredFlow] | None = None
         self.extend_tables = tuple(extend_tables)
         self.n_flows = 0
 
@@ -226,6 +231,8 @@ class DesiredFlowTable:
             self._as_link(d, owner, as_info)
         if self.change_tracked:
             self.tracked[d] = None
+        if self.fresh is not None:
+            self.fresh.append(d)
         return d
 
     def add_or_append(self, flow: Flow, owner: Owner, as_info: AddrSetInfo | None = None) -> DesiredFlow:
@@ -239,6 +246,8 @@ class DesiredFlowTable:
             self._link_owner(d, owner)
             if as_info is not None:
                 self._as_link(d, owner, as_info)
+            if self.fresh is not None:
+                self.fresh.append(d)
         else:
             d = existing
             d.flow = d.flow.with_actions(d.flow.actions + flow.actions)
@@ -351,6 +360,7 @@ class DesiredFlowTable:
         """Stop change tracking, settling pending tracked deletions; the next
         put compares the whole table."""
         self.change_tracked = False
+        self.fresh = None
         for d in self.tracked:
             if d.deleted and d.installed is not None:
                 d.installed.unlink(d)

@@ -15,11 +15,15 @@ Design (after OVN 23.03 ofctrl.c):
   after a recompute or reconnect); `update_by_track` walks only the desired
   table's tracked changes, after merging delete+add pairs of identical
   flows so that a re-added identical flow sends nothing.
+* `add_new` is the part of the diff that cannot depend on what comes
+  later: desired flows whose key nothing installed has get their ADD (and
+  leave the tracked set); deletions, modifications and flows sharing a key
+  are left to the `update_by_track`/`update_by_compare` that follows.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ofctrl.desired import DesiredFlow, DesiredFlowTable
 from ofctrl.flow import Flow
@@ -222,3 +226,21 @@ def update_by_track(desired: DesiredFlowTable, installed: InstalledFlowTable, em
         elif f.installed is None:
             if i.link(f):
                 _modify(i, f.flow, emit)
+
+
+
+def add_new(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit,
+            candidates: Iterable[DesiredFlow]) -> None:
+    """ADD those of `candidates` (flows of `desired`) whose key is not
+    installed, and take them out of the tracked set; the rest stays as it is
+    (see the design note)."""
+    tracked = desired.tracked
+    lookup = installed.lookup
+    for f in list(candidates):
+        if not f.owners or f.deleted or f.installed is not None or lookup(f.flow) is not None:
+            continue
+        emit(OFPFC_ADD, f.flow)
+        i = InstalledFlow(f.flow)
+        installed.insert(i)
+        i.link(f)
+        tracked.pop(f, None)

@@ -108,9 +108,11 @@ class MeterTable(ExtendTable):
         self.installed_bands = {}
 
     def messages_before_bundle(
-        self, sb_meters: Mapping[str, MeterConfig], initial_clear: bool, next_xid: Callable[[], int]
+        self, sb_meters: Mapping[str, MeterConfig], initial_clear: bool, next_xid: Callable[[], int],
+        adds_only: bool = False,
     ) -> list[bytes]:
-        """Meter deletes-all (first put on a connection), adds and modifies."""
+        """Meter deletes-all (first put on a connection), adds and modifies
+        (`adds_only`: only the adds of meters not installed yet)."""
         out: list[bytes] = []
         if initial_clear:
             out.append(m.meter_mod(next_xid(), m.OFPMC_DELETE, m.OFPM_ALL))
@@ -132,7 +134,7 @@ class MeterTable(ExtendTable):
                         continue
                     self.installed_bands[e.name] = _bands_key(cfg)
                     out.append(meter_mod_for_config(next_xid(), m.OFPMC_ADD, e.table_id, cfg))
-            else:
+            elif not adds_only:
                 self._sync_bands(e.peer, sb_meters, out, next_xid)
         return out
 

@@ -233,6 +233,9 @@ class FakeSwitch:
         if ctype == m.OFPBCT_OPEN_REQUEST:
             p.bundles[bid] = []
             self._send(p, m.bundle_ctrl(xid, bid, m.OFPBCT_OPEN_REPLY, flags))
+        elif ctype == m.OFPBCT_DISCARD_REQUEST:
+            p.bundles.pop(bid, None)
+            self._send(p, m.bundle_ctrl(xid, bid, m.OFPBCT_DISCARD_REQUEST + 1, flags))
         elif ctype == m.OFPBCT_COMMIT_REQUEST:
             msgs = p.bundles.pop(bid, [])
             saved = (dict(self.flows), dict(self.groups))

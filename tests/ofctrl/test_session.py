@@ -544,12 +544,107 @@ def test_partial_puts_fill_one_bundle_that_the_put_commits(env: Env) -> None:
     assert env.sess.cur_cfg == 3
 
 
-def test_partial_put_only_for_the_initial_install(env: Env) -> None:
-    env.lflows.add(mk(10, 100, 1), owner=1)
+def _open_bundle_cmds(env: Env) -> list[int]:
+    """Flow-mod commands of the bundles the fake switch holds open."""
+    env.sw.run()
+    cmds = []
+    for p in env.sw.peers:
+        for msgs in p.bundles.values():
+            cmds += [msg[25] for msg in msgs if msg[1] == m.OFPT_FLOW_MOD]
+    return cmds
+
+
+def test_partial_puts_after_the_initial_install_stream_only_additions(env: Env) -> None:
+    for i in range(5):
+        env.lflows.add(mk(10, 100, i), owner=i)
     env.settle()
+    old, commits = env.sw.flow_set(), env.sw.n_commits
+    env.lflows.remove(0)                        # deleted
+    env.lflows.remove(1)                        # modified
+    env.lflows.add(mk(10, 100, 1, out=7), owner=1)
+    env.lflows.remove(2)                        # removed and re-added identically
     env.lflows.add(mk(10, 100, 2), owner=2)
-    assert not env.sess.put_partial(env.lflows, env.pflows)   # an incremental put
-    assert not env.sess.bundle_open
+    for i in range(10, 20):                     # new keys
+        env.lflows.add(mk(10, 100, i), owner=i)
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    assert _open_bundle_cmds(env) == [m.OFPFC_ADD] * 10
+    assert not env.sess.bundle_open             # not an initial install's bundle
+    env.sess.run()
+    assert env.sw.flow_set() == old and env.sw.n_commits == commits
+    assert not env.sess.put_partial(env.lflows, env.pflows)   # nothing new
+    env.lflows.remove(10)                       # streamed, then gone again
+    env.lflows.add(mk(10, 100, 20), owner=20)
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    assert env.sess.put(env.lflows, env.pflows, 4, True, True)
+    env.req_cfg = 4
+    env.settle()
+    assert env.sw.n_commits == commits + 1
+    assert env.sw.flow_set() == expected(env.lflows, env.pflows)
+    assert len(env.sw.flows) == 4 + 10 and env.sess.cur_cfg == 4
+
+
+def test_partial_puts_during_a_recompute_add_new_keys_and_the_put_compares(env: Env) -> None:
+    for i in range(3):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    env.settle()
+    assert not env.sess.put_partial(env.lflows, env.pflows)   # nothing changed
+    kept = dict(env.sw.flows)
+    commits = env.sw.n_commits
+    env.lflows.clear()                          # a recompute, sliced
+    env.lflows.add(mk(10, 100, 0), owner=0)     # as installed
+    env.lflows.add(mk(10, 100, 5), owner=5)     # new
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    assert _open_bundle_cmds(env) == [m.OFPFC_ADD]
+    env.lflows.add(mk(10, 100, 1, out=3), owner=1)   # changed: left to the put
+    env.lflows.add(mk(10, 100, 6), owner=6)
+    env.lflows.remove(5)                        # streamed, then gone
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    assert _open_bundle_cmds(env) == [m.OFPFC_ADD] * 2
+    assert env.sess.put(env.lflows, env.pflows, 2, True, True)
+    env.req_cfg = 2
+    env.settle()
+    assert env.sw.n_commits == commits + 1
+    assert env.sw.flow_set() == expected(env.lflows) and len(env.sw.flows) == 3
+    # flow 0 was never re-sent; 1 was modified, 2 deleted
+    assert [env.sw.flows.get(k) is v for k, v in sorted(kept.items())] == [True, False, False]
+
+
+def test_recompute_of_the_same_flows_streams_and_sends_nothing(env: Env) -> None:
+    for i in range(3):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    env.settle()
+    kept, commits = dict(env.sw.flows), env.sw.n_commits
+    env.lflows.clear()
+    for i in range(3):
+        env.lflows.add(mk(10, 100, i), owner=i)
+        assert not env.sess.put_partial(env.lflows, env.pflows)
+    assert _open_bundle_cmds(env) == []
+    env.sess.put(env.lflows, env.pflows, 1, True, True)
+    env.req_cfg = 1
+    env.settle()
+    assert env.sw.n_commits == commits and env.sw.flows == kept
+    assert len(env.sess.installed_lflows) == 3
+
+
+def test_idle_additions_bundle_is_discarded_and_its_flows_put_again(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ofctrl.session as session_mod
+
+    for i in range(3):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    env.settle()
+    commits = env.sw.n_commits
+    for i in range(10, 15):
+        env.lflows.add(mk(10, 100, i), owner=i)
+    assert env.sess.put_partial(env.lflows, env.pflows)
+    assert len(env.sess.installed_lflows) == 8
+    monkeypatch.setattr(session_mod, "STREAM_IDLE_MS", 0)
+    env.step(put=False)
+    assert len(env.sess.installed_lflows) == 3 and not env.sess.initial_clear
+    assert _open_bundle_cmds(env) == []
+    env.settle()
+    assert env.sw.flow_set() == expected(env.lflows) and len(env.sw.flows) == 8
+    assert env.sw.n_commits == commits + 1
 
 
 def test_idle_open_bundle_is_discarded_and_the_install_rearmed(
