@@ -522,6 +522,7 @@ def run_subcommand(name: str, argv: list[str]) -> int:
 
 def run_daemon(options: Options) -> int:
     log = vlog.get_logger("main")
+    controller.lazy_modules.block(*controller.lazy_modules.AGENT_BLOCKED)
     daemon = _import_optional(DAEMON_MODULE)
     if daemon is None or not hasattr(daemon, "run"):
         vlog.setup(options.log_file, options.verbose)
