@@ -572,9 +572,9 @@ def run_daemon(options: Options) -> int:
         log.exception("fatal error")
         return CRASH_STATUS if options.monitor else 1
     finally:
-        pipe.fail()
-        if options.pidfile:
+        if options.pidfile:      # before the --detach parent hears of the failure
             remove_pidfile(options.pidfile)
+        pipe.fail()
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
