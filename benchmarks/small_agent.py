@@ -76,14 +76,16 @@ def proc_rss_mib(pid: int) -> float:
     return 0.0
 
 
-IMPORT_CODE = "import controller.cli, controller.daemon, controller.pinctrl"
+# as `python -m controller` does: run_daemon blocks AGENT_BLOCKED before the daemon loads
+IMPORT_CODE = ("import controller.cli, controller.lazy_modules as m; m.block(*m.AGENT_BLOCKED); "
+               "import controller.daemon, controller.pinctrl")
 
 
 def import_cost(python: str, reps: int = 5) -> dict[str, float | None]:
     """What importing the agent costs a fresh interpreter (medians of `reps`).
 
     ``import_cpu_s`` / ``import_maxrss_mib``: user+sys CPU and peak RSS of
-    ``python -c "import controller.cli, controller.daemon, controller.pinctrl"``
+    ``python -c IMPORT_CODE`` (controller.cli, the modules it blocks, the daemon, pinctrl)
     (os.wait4); ``import_ms``: the summed cumulative times of the top-level
     modules of ``-X importtime`` for the same imports (wall clock)."""
     cpu, rss, wall = [], [], []
