@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+from pathlib import Path
 
 import ovs.json
 import ovs.jsonrpc
 import pytest
 
 from controller.ovsdb import json_stream
+from controller.ovsdb.connections import SB_SCHEMA
 from controller.ovsdb.json_stream import FramedParser
 
 
@@ -122,6 +125,18 @@ def test_install_keeps_check_trailer_parser() -> None:
     assert ovs.json.PARSER == ovs.json.PARSER_PY
     assert ovs.json.from_string('{"a": [1, "}"]}') == {"a": [1, "}"]}
     assert isinstance(ovs.json.from_string('{"a": 1} x'), str)     # trailer still checked
+
+
+def test_whole_text_parser_where_the_compiled_one_is_blocked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    json_stream.install()
+    monkeypatch.setitem(sys.modules, "ovs._json", None)
+    assert isinstance(ovs.json.Parser(check_trailer=True), json_stream.WholeTextParser)
+    assert ovs.json.from_string(' {"a": [1, "}", 2.5]} ') == {"a": [1, "}", 2.5]}
+    for bad in ('{"a": 1} x', '{"a": NaN}', "", "  "):
+        assert isinstance(ovs.json.from_string(bad), str), bad
+    schema = Path(SB_SCHEMA)
+    assert ovs.json.from_file(str(schema)) == json.loads(schema.read_text())
 
 
 def test_jsonrpc_connection_reads_messages() -> None:
