@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmarks.seed import KINDS, cold_start, median
 from benchmarks.snapshot import precompile_agent
-from integration.sandbox import REPO_ROOT, Sandbox, agent_python
+from integration.sandbox import REPO_ROOT, Sandbox, agent_env, agent_python
 
 
 def topology_commands(vifs: int) -> list[str]:
@@ -76,26 +76,31 @@ def proc_rss_mib(pid: int) -> float:
     return 0.0
 
 
-IMPORT_CODE = "import controller.cli, controller.daemon, controller.pinctrl"
+# as `python -m controller` does: run_daemon blocks AGENT_BLOCKED before the daemon
+# loads and then finishes the dataclass cache (controller.dataclass_cache)
+IMPORT_CODE = ("import controller.cli, controller.lazy_modules as m; m.block(*m.AGENT_BLOCKED); "
+               "import controller.daemon; controller.cli.dataclass_cache.finish(); "
+               "import controller.pinctrl")
 
 
 def import_cost(python: str, reps: int = 5) -> dict[str, float | None]:
     """What importing the agent costs a fresh interpreter (medians of `reps`).
 
     ``import_cpu_s`` / ``import_maxrss_mib``: user+sys CPU and peak RSS of
-    ``python -c "import controller.cli, controller.daemon, controller.pinctrl"``
+    ``python -c IMPORT_CODE`` (controller.cli, the modules it blocks, the daemon, pinctrl)
     (os.wait4); ``import_ms``: the summed cumulative times of the top-level
     modules of ``-X importtime`` for the same imports (wall clock)."""
     cpu, rss, wall = [], [], []
+    env = agent_env(dict(os.environ))      # the agent's bytecode (and dataclass) cache
     for _ in range(reps):
-        proc = subprocess.Popen([python, "-c", IMPORT_CODE], cwd=REPO_ROOT,
+        proc = subprocess.Popen([python, "-c", IMPORT_CODE], cwd=REPO_ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, _, usage = os.wait4(proc.pid, 0)
         proc.returncode = 0
         cpu.append(usage.ru_utime + usage.ru_stime)
         rss.append(usage.ru_maxrss / 1024)
         out = subprocess.run([python, "-X", "importtime", "-c", IMPORT_CODE], cwd=REPO_ROOT,
-                             capture_output=True, text=True, timeout=120)
+                             env=env, capture_output=True, text=True, timeout=120)
         total = 0
         for line in out.stderr.splitlines():
             m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)

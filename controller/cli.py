@@ -62,6 +62,7 @@ import ovs.util
 
 # First: defers ssl and asyncio before ovs.stream and structlog import them.
 import controller.lazy_modules  # noqa: F401
+from controller import dataclass_cache
 from controller import version, vlog
 from controller.ovsdb import stream_ssl
 from controller.version import version_text
@@ -522,7 +523,9 @@ def run_subcommand(name: str, argv: list[str]) -> int:
 
 def run_daemon(options: Options) -> int:
     log = vlog.get_logger("main")
+    controller.lazy_modules.block(*controller.lazy_modules.AGENT_BLOCKED)
     daemon = _import_optional(DAEMON_MODULE)
+    dataclass_cache.finish()
     if daemon is None or not hasattr(daemon, "run"):
         vlog.setup(options.log_file, options.verbose)
         log.error("daemon module is not available, cannot run the agent",
@@ -571,9 +574,9 @@ def run_daemon(options: Options) -> int:
         log.exception("fatal error")
         return CRASH_STATUS if options.monitor else 1
     finally:
-        pipe.fail()
-        if options.pidfile:
+        if options.pidfile:      # before the --detach parent hears of the failure
             remove_pidfile(options.pidfile)
+        pipe.fail()
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:

@@ -483,7 +483,10 @@ class Daemon(AppctlApi, SbMonitors, DevProfile):
             if not self.exiting:
                 self._flows_and_status(knobs)
             ls.stage_done("ofctrl-put")
-            if br_int is not None and not self.exiting:
+            # Pinctrl (its imports: ~30 ms) starts once the first compute has
+            # sent its flows: packet-ins need those flows first.
+            if br_int is not None and not self.exiting and (self.pinctrl is not None
+                                                            or self.engine.run_count > 0):
                 self._run_pinctrl(knobs, br_int)
                 ls.stage_done("pinctrl")
             if not self.exiting:     # the cleanup may have deleted Chassis_Private

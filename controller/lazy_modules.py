@@ -26,6 +26,15 @@ exist before ``ssl`` is loaded; loading replaces it with the real class).
 A module that is already
 imported, or that cannot be found, is left alone. :mod:`controller.cli`
 imports this module first; importing it defers :data:`AGENT_DEFERRED`.
+
+:func:`block` is for a module that must never load in the agent: a ``None``
+entry in ``sys.modules`` makes ``import`` raise ImportError.
+``controller.cli.run_daemon`` blocks :data:`AGENT_BLOCKED` before it imports
+the daemon.  ``ovs._json``
+(the OVS library's compiled JSON parser, with the shared libraries it links:
+~1.1 MiB of a small agent's RSS) is blocked; ``ovs.json`` then takes its Python flavour,
+and :mod:`controller.ovsdb.json_stream` supplies the parser ``ovs.jsonrpc``
+uses, on the interpreter's own C JSON decoder.
 """
 
 from __future__ import annotations
@@ -93,6 +102,17 @@ def defer(*names: str) -> list[str]:
     return done
 
 
+def block(*names: str) -> list[str]:
+    """Make `names` unimportable (ImportError) unless already imported; returns those blocked."""
+    done = []
+    with _lock:
+        for name in names:
+            if name not in sys.modules:
+                sys.modules[name] = None  # type: ignore[assignment]
+                done.append(name)
+    return done
+
+
 def is_loaded(name: str) -> bool:
     """True once `name` is the real module (not a waiting stand-in)."""
     return name in sys.modules and not isinstance(sys.modules[name], DeferredModule)
@@ -101,3 +121,6 @@ def is_loaded(name: str) -> bool:
 # Deferred by importing this module (controller.cli does, before anything else).
 AGENT_DEFERRED = ("ssl", "asyncio")
 DEFERRED = defer(*AGENT_DEFERRED)
+# Blocked by controller.cli.run_daemon, before it imports the daemon (not on
+# import: a test process keeps the library's parsers as they are).
+AGENT_BLOCKED = ("ovs._json",)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,37 @@ def test_ovs_poller_registers_fds_without_loading_ssl() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False"]
+
+
+def test_run_daemon_blocks_ovs_compiled_json_before_the_daemon_loads(tmp_path: Path) -> None:
+    code = ("import sys, types, controller.cli\n"
+            "mod = types.ModuleType('controller.daemon')\n"
+            "def run(opts):\n"
+            "    print(sys.modules.get('ovs._json', 'absent'))\n"
+            "    return 0\n"
+            "mod.run = run\n"
+            "sys.modules['controller.daemon'] = mod\n"
+            f"sys.exit(controller.cli.main(['unix:/nowhere', '--log-file={tmp_path}/a.log',\n"
+            "                               '-vconsole:off']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["None"]
+
+
+def test_the_agent_parses_json_rpc_without_ovs_compiled_json() -> None:
+    code = ("import sys, controller.cli\n"
+            "controller.lazy_modules.block(*controller.lazy_modules.AGENT_BLOCKED)\n"
+            "import controller.daemon, ovs.json\n"
+            "print(sys.modules['ovs._json'], ovs.json.PARSER, type(ovs.json.Parser()).__name__)\n"
+            "try:\n"
+            "    import ovs._json\n"
+            "except ImportError:\n"
+            "    print('blocked')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["None", "PYTHON", "FramedParser", "blocked"]
+
+
+def test_block_leaves_imported_modules_alone() -> None:
+    assert lazy_modules.block("json") == []
+    assert sys.modules["json"] is not None

@@ -37,7 +37,6 @@ is a fixed overhead plus the caller-supplied value size, as in C.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import math
 import time
 import uuid as uuidlib
@@ -59,7 +58,11 @@ MIN_TRIM_TIMEOUT_MS = 1000
 def _load_malloc_trim() -> Callable[[int], int] | None:
     """glibc's malloc_trim, or None (another libc)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+        except OSError:          # not glibc's soname: ask (runs ldconfig; loads subprocess)
+            from ctypes.util import find_library
+            libc = ctypes.CDLL(find_library("c"))
         fn = libc.malloc_trim
     except (OSError, AttributeError):
         return None

@@ -66,6 +66,7 @@ import ovs.stream
 import structlog
 
 from controller.diag.coverage import COVERAGE, count_txn_status
+from controller.ovsdb import json_stream
 from controller.ovsdb.tracking import (
     ROW_CREATE,
     ROW_DELETE,
@@ -76,6 +77,7 @@ from controller.ovsdb.tracking import (
 from controller.vlog import RateLimiter
 
 log = structlog.get_logger("ovsdb_idl")
+json_stream.install()       # ovs.jsonrpc parses on the stdlib JSON decoder
 _rl_txn = RateLimiter(per_minute=1, burst=5)     # as the C IDL's other_rl
 
 COMMIT_BACKOFF_INITIAL_MS = 250
