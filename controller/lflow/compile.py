@@ -80,6 +80,7 @@ from controller.lflow.expr.nodes import E_AND, E_COND, E_OR, ConstantSet, Expr, 
 from controller.lflow.expr.normalize import normalize
 from controller.lflow.expr.parse import ExprError, parse_expr
 from controller.lflow.lexer import parse_template_string
+from controller.lflow.match_templates import MatchTemplates, expr_key
 from controller.lflow.symtab import Symtab, ovn_symtab
 from ofctrl.desired import AddrSetInfo, DesiredFlowTable
 from ofctrl.flow import Flow
@@ -344,17 +345,21 @@ class _MatchState:
         self.uses_sets = False
 
 
+_NO_KEY = object()
+
+
 class _Actions:
     """Parsed actions of one (actions, pipeline, table) text and their
     encodings that looked nothing up, by (is_switch, NAT zone, meter id)."""
 
-    __slots__ = ("parsed", "error", "encoded", "sample")
+    __slots__ = ("parsed", "error", "encoded", "sample", "prereq_key")
 
     def __init__(self, parsed: ParsedActions | None, error: str | None, sample: bool) -> None:
         self.parsed = parsed
         self.error = error
         self.encoded: dict[tuple[bool, str, int], tuple[Any, ...]] = {}
         self.sample = sample
+        self.prereq_key: object = _NO_KEY    # match_templates.expr_key(parsed.prereqs)
 
 
 class _Text:
@@ -459,14 +464,17 @@ def _expr_size(e: Expr | None) -> int:
 class LflowCompiler:
     """See the module docstring."""
 
-    def __init__(self, ctx: CompileContext, cache: LflowCache | None = None) -> None:
+    def __init__(self, ctx: CompileContext, cache: LflowCache | None = None,
+                 templates: bool = True) -> None:
         self.ctx = ctx
         self.cache = cache
+        # Per match shape (see match_templates); it depends on the symtab only.
+        self.templates = MatchTemplates(ctx.symtab) if templates else None
         self._texts: dict[tuple[str, str, bool, int], _Text] = {}
         self._action_texts: dict[tuple[str, bool, int], _Actions] = {}
         self._parse_params: dict[tuple[bool, int], ParseParams] = {}
         self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
-                      "match_compiles": 0, "encodes": 0, "encode_reuse": 0,
+                      "match_compiles": 0, "template_hits": 0, "encodes": 0, "encode_reuse": 0,
                       "cache_hits": 0, "cache_misses": 0, "flows": 0, "errors": 0}
 
     def clear_text_cache(self) -> None:
@@ -668,17 +676,40 @@ class LflowCompiler:
             text.shared = st
             return st, False
         self.stats["cache_misses"] += 1
+        st = _MatchState()
+        tpls = self.templates
+        shape = tpls.shape(text.match) if tpls is not None else None
+        pkey: object = None
+        if shape is not None:
+            assert tpls is not None
+            acts = text.actions
+            pkey = acts.prereq_key
+            if pkey is _NO_KEY:
+                pkey = acts.prereq_key = expr_key(parsed.prereqs)
+            e = tpls.instantiate(shape, pkey)
+            if e is not None:
+                self.stats["template_hits"] += 1
+                st.expr = st.normalized = e
+                self._prepare(st, e)
+                text.shared = st
+                return st, True
+            if tpls.known(shape, pkey):
+                shape = None        # not a template: the normal path
         self.stats["match_compiles"] += 1
         ctx = self.ctx
-        st = _MatchState()
         as_ref: dict[str, int] = {}
         pg_ref: set[str] = set()
+        verified = False
         try:
             e = parse_expr(text.match, ctx.symtab, ctx.addr_sets, ctx.port_groups, dp_key,
                            as_ref, pg_ref)
             if parsed.prereqs is not None:
                 e = combine(E_AND, e, clone(parsed.prereqs)) or e
-            e = simplify(annotate(e, ctx.symtab))
+            e = annotate(e, ctx.symtab)
+            if shape is not None:
+                assert tpls is not None
+                verified = tpls.verify(shape, e)
+            e = simplify(e)
         except ExprError as err:
             st.error = f"error parsing match \"{text.match}\": {err}"
             e = None
@@ -687,6 +718,10 @@ class LflowCompiler:
             st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
         if e is not None:
             self._finish_expr(st, e, text.match)
+        if shape is not None:
+            assert tpls is not None
+            ok = verified and st.error is None and not st.uses_sets
+            tpls.learn(shape, pkey, st.normalized if ok else None)
         if pg_ref:
             if text.by_dp is None:
                 text.by_dp = {}
@@ -714,6 +749,10 @@ class LflowCompiler:
             e = normalize(e)
             st.expr = e
         st.normalized = e
+        self._prepare(st, e)
+
+    def _prepare(self, st: _MatchState, e: Expr) -> None:
+        """The matches of normalised 'e', if they look up no port name."""
         probe = _Recorder(self.ctx, -1)
         ems, n_conjs = to_matches(e, probe.lookup_port)
         if not probe.used:
