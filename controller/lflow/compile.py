@@ -46,6 +46,12 @@ done once per distinct (match, actions, pipeline, table) text:
   NAT zone, controller meter) when encoding looked nothing up (no port,
   tunnel, group, meter or sample).
 
+Below the per-text memo, texts that differ only in addresses and port names
+share one parse/annotate/simplify/normalise per match *shape*
+(``MatchTemplates``, see match_templates.py: the constants are substituted
+into the shape's normalised expression where that is provably what a full
+compile gives; every other text takes the full path).
+
 On top of that the uuid-keyed ``LflowCache`` keeps, as the C agent does, the
 simplified expression (EXPR) or the final matches and conjunction range
 (MATCHES) across full recomputes; on a MATCHES hit the same conjunction ids
@@ -81,6 +87,8 @@ from controller.lflow.expr.normalize import normalize
 from controller.lflow.expr.parse import ExprError, parse_expr
 from controller.lflow.lexer import parse_template_string
 from controller.lflow.match_templates import MatchTemplates, expr_key
+from controller.lflow.refs import NO_REFS, LflowRefs, mcgroup_ref
+from controller.lflow.refs import RefIndex as RefIndex  # re-exported
 from controller.lflow.symtab import Symtab, ovn_symtab
 from ofctrl.desired import AddrSetInfo, DesiredFlowTable
 from ofctrl.flow import Flow
@@ -153,95 +161,6 @@ class CompileContext:
     # (datapath key, port name) -> OpenFlow port of the tunnel to its chassis.
     tunnel_ofport: Callable[[int, str], int | None] = _no_tunnel
     local_datapaths: Container[int] = frozenset()
-
-
-def mcgroup_ref(dp_key: int, name: str) -> str:
-    """The reference name of multicast group `name` on datapath `dp_key`
-    (as the C agent's MC_GROUP references: "<dp_tunnel_key>_<name>"), so a
-    change of one switch's group re-processes only that switch's lflows."""
-    return f"{dp_key}_{name}"
-
-
-class LflowRefs:
-    """Resources a compiled lflow depends on (objdep references); multicast
-    groups are named per datapath (:func:`mcgroup_ref`)."""
-
-    __slots__ = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
-
-    def __init__(self, addr_sets: Mapping[str, int] | None = None,
-                 port_groups: frozenset[str] = frozenset(),
-                 ports: frozenset[str] = frozenset(),
-                 mcgroups: frozenset[str] = frozenset(),
-                 templates: frozenset[str] = frozenset()) -> None:
-        self.addr_sets: Mapping[str, int] = addr_sets or {}
-        self.port_groups = port_groups
-        self.ports = ports
-        self.mcgroups = mcgroups
-        self.templates = templates
-
-    def __bool__(self) -> bool:
-        return bool(self.addr_sets or self.port_groups or self.ports or self.mcgroups
-                    or self.templates)
-
-    def merged(self, other: "LflowRefs") -> "LflowRefs":
-        if not other:
-            return self
-        if not self:
-            return other
-        a = dict(self.addr_sets)
-        for k, v in other.addr_sets.items():
-            a[k] = a.get(k, 0) + v
-        return LflowRefs(a, self.port_groups | other.port_groups, self.ports | other.ports,
-                         self.mcgroups | other.mcgroups, self.templates | other.templates)
-
-    def __repr__(self) -> str:
-        return (f"LflowRefs(addr_sets={dict(self.addr_sets)}, port_groups={set(self.port_groups)},"
-                f" ports={set(self.ports)}, mcgroups={set(self.mcgroups)},"
-                f" templates={set(self.templates)})")
-
-
-NO_REFS = LflowRefs()
-
-
-class RefIndex:
-    """Which lflows use which resource (the C agent's objdep manager):
-    resource kind -> name -> lflow UUIDs, and the reverse.  ``add(lflow,
-    refs)`` records an ``LflowRefs``; ``users(kind, names)`` are the lflows
-    to re-process when those resources change; kinds are "addr_sets",
-    "port_groups", "ports", "mcgroups" ("<dp key>_<name>") and "templates"."""
-
-    KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
-
-    def __init__(self) -> None:
-        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
-        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
-
-    def add(self, lflow: uuidlib.UUID, refs: LflowRefs) -> None:
-        entries = self.by_lflow.setdefault(lflow, [])
-        for kind in self.KINDS:
-            for name in getattr(refs, kind):
-                self.by_res[kind].setdefault(name, set()).add(lflow)
-                entries.append((kind, name))
-
-    def remove(self, lflow: uuidlib.UUID) -> None:
-        for kind, name in self.by_lflow.pop(lflow, ()):
-            s = self.by_res[kind].get(name)
-            if s is not None:
-                s.discard(lflow)
-                if not s:
-                    del self.by_res[kind][name]
-
-    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
-        out: set[uuidlib.UUID] = set()
-        idx = self.by_res[kind]
-        for n in names:
-            out |= idx.get(n, set())
-        return out
-
-    def clear(self) -> None:
-        for d in self.by_res.values():
-            d.clear()
-        self.by_lflow.clear()
 
 
 class LflowError:
@@ -680,8 +599,7 @@ class LflowCompiler:
         tpls = self.templates
         shape = tpls.shape(text.match) if tpls is not None else None
         pkey: object = None
-        if shape is not None:
-            assert tpls is not None
+        if tpls is not None and shape is not None:
             acts = text.actions
             pkey = acts.prereq_key
             if pkey is _NO_KEY:
@@ -706,8 +624,7 @@ class LflowCompiler:
             if parsed.prereqs is not None:
                 e = combine(E_AND, e, clone(parsed.prereqs)) or e
             e = annotate(e, ctx.symtab)
-            if shape is not None:
-                assert tpls is not None
+            if tpls is not None and shape is not None:
                 verified = tpls.verify(shape, e)
             e = simplify(e)
         except ExprError as err:
@@ -718,8 +635,7 @@ class LflowCompiler:
             st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
         if e is not None:
             self._finish_expr(st, e, text.match)
-        if shape is not None:
-            assert tpls is not None
+        if tpls is not None and shape is not None:
             ok = verified and st.error is None and not st.uses_sets
             tpls.learn(shape, pkey, st.normalized if ok else None)
         if pg_ref:

@@ -19,35 +19,36 @@ Public API
 Design note
 -----------
 Seed-500's 25,655 logical flows have only about 180 shapes: 500 routers and
-switches make the same flows with other addresses and port names.  A
-*slot* is the constant of ``FIELD == CONST`` or ``FIELD == {CONST}`` where
-FIELD is a field or a symbol with a parent (``reg0``: annotate moves the
-test to the parent, shifting value and mask), not a predicate nor a
-``[bits]`` subfield, and CONST is an IPv4/IPv6/Ethernet or masked integer
-(numeric field) or a string (string field: ``inport == "lrp-1"``).  The shape key is every other token exactly (type,
-text, value, mask, format), each slot's token type, format and mask, plus
-the prerequisites the actions add; the slot values are the instance.
+switches make the same flows with other addresses and port names. A *slot*
+is the constant of ``FIELD == CONST`` or ``FIELD == {CONST}`` where FIELD is
+a field or a symbol with a parent (``reg0``: annotate moves the test to the
+parent, shifting value and mask), not a predicate nor a ``[bits]`` subfield,
+and CONST is an IPv4/IPv6/Ethernet or masked integer (numeric field) or a
+string (string field: ``inport == "lrp-1"``). The shape key is every other
+token exactly (type, text, value, mask, format), each slot's token type,
+format and mask, plus the prerequisites the actions add; the slot values are
+the instance.
 
 Why substituting the values into the template's normalised expression gives
 exactly what the normal compile gives: a template is only learnt if, in the
 annotated expression (prerequisites included), each slot's symbol occurs in
 exactly one comparison, which is ``==`` and holds the slot's own value and
-mask.  The parser uses a slot value only to copy it (``value & ones``; its
+mask. The parser uses a slot value only to copy it (``value & ones``; its
 width checks depend on the format or mask, which are in the key; a
 one-constant set is the same as the constant); annotate leaves a field's
-``==`` alone and shifts a parented symbol's one (done to the slot value); simplify keeps an ``==`` with a non-zero
-mask and drops one with mask 0 (mask in the key); normalise sorts by symbol
-name, and compares, intersects, sorts or de-duplicates values only between
-comparisons of one symbol, which for a slot's symbol are all copies of that
-one comparison, so every such test comes out the same for any value.  Hence
-the normalised expression has the same structure for every instance, and a
-slot's symbol appears in it only in copies of the slot comparison, holding
-the slot value: replacing those values is the whole difference.  Texts with
-address sets, port groups, templates, ``is_chassis_resident()`` (values
-that change the structure) or lexical errors are not eligible; they, and
-shapes whose first compile failed or did not verify, use the normal path.
-Conversion to OpenFlow matches (port lookups, conjunction ids) still runs
-per instance, as before.
+``==`` alone and shifts a parented symbol's one (done to the slot value);
+simplify keeps an ``==`` with a non-zero mask and drops one with mask 0
+(mask in the key); normalise sorts by symbol name, and compares, intersects,
+sorts or de-duplicates values only between comparisons of one symbol, which
+for a slot's symbol are all copies of that one comparison, so every such
+test comes out the same for any value. Hence the normalised expression has
+the same structure for every instance, and a slot's symbol appears in it
+only in copies of the slot comparison, holding the slot value: replacing
+those values is the whole difference. Texts with address sets, port groups,
+templates, ``is_chassis_resident()`` (values that change the structure) or
+lexical errors are not eligible; they, and shapes whose first compile failed
+or did not verify, use the normal path. Conversion to OpenFlow matches (port
+lookups, conjunction ids) still runs per instance, as before.
 """
 
 from __future__ import annotations
