@@ -54,6 +54,7 @@ lookups, conjunction ids) still runs per instance, as before.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from controller.lflow import lexer as lx
 from controller.lflow.expr.nodes import E_AND, E_CMP, E_OR, R_EQ, RELOP_FROM_TOKEN, Expr
@@ -62,8 +63,10 @@ from controller.lflow.symtab import Symbol
 _ADDR_FORMATS = (lx.F_IPV4, lx.F_IPV6, lx.F_ETHERNET)
 _NOT_ELIGIBLE = (lx.T_MACRO, lx.T_PORT_GROUP, lx.T_TEMPLATE, lx.T_ERROR)
 
-# A slot: (symbol, is_string, mask) of the comparison annotate() leaves.
-Slot = tuple[Symbol, bool, int]
+# A slot: (symbol, is_string) of the comparisons annotate() leaves.
+Slot = tuple[Symbol, bool]
+# A slot's constants as those comparisons hold them: (value, mask) or string.
+SlotValue = tuple[int, int] | str
 
 
 class Shape:
@@ -72,27 +75,41 @@ class Shape:
     __slots__ = ("key", "slots", "values")
 
     def __init__(self, key: tuple[object, ...], slots: tuple[Slot, ...],
-                 values: tuple[int | str, ...]) -> None:
+                 values: tuple[tuple[SlotValue, ...], ...]) -> None:
         self.key = key
         self.slots = slots
         self.values = values
 
 
 class _Template:
-    __slots__ = ("expr", "by_symbol")
+    __slots__ = ("expr", "by_symbol", "values")
 
-    def __init__(self, expr: Expr, by_symbol: dict[Symbol, int]) -> None:
+    def __init__(self, expr: Expr, by_symbol: dict[Symbol, int],
+                 values: tuple[tuple[SlotValue, ...], ...]) -> None:
         self.expr = expr
         self.by_symbol = by_symbol      # slot symbol -> slot index
+        self.values = values            # the teaching instance's slot values
 
 
-def _slot_value(tok: lx.Token, sym: Symbol) -> int:
-    return tok.value & ((1 << sym.width) - 1)
-
-
-def _slot_mask(tok: lx.Token, sym: Symbol) -> int:
+def _const(tok: lx.Token, sym: Symbol) -> SlotValue | None:
+    """The comparison value of constant 'tok' against 'sym' once annotated,
+    or None if 'tok' cannot be a slot constant."""
+    t = tok.type
+    if t == lx.T_STRING:
+        return (tok.s or "") if not sym.width else None
+    if not sym.width or not (t == lx.T_MASKED_INTEGER
+                             or (t == lx.T_INTEGER and tok.format in _ADDR_FORMATS)):
+        return None
     ones = (1 << sym.width) - 1
-    return (tok.mask & ones) if tok.type == lx.T_MASKED_INTEGER else ones
+    mask = (tok.mask & ones) if t == lx.T_MASKED_INTEGER else ones
+    # annotate() moves a parented symbol's test to its parent, shifted.
+    shift = sym.parent_ofs if sym.parent is not None else 0
+    return ((tok.value & ones) << shift, mask << shift)
+
+
+def _ranks(vals: list[SlotValue]) -> tuple[int, ...]:
+    order = {v: i for i, v in enumerate(sorted(set(vals)))}  # type: ignore[type-var]
+    return tuple(order[v] for v in vals)
 
 
 class MatchTemplates:
@@ -124,80 +141,100 @@ class MatchTemplates:
             toks.append(tok)
         key: list[object] = []
         slots: list[Slot] = []
-        values: list[int | str] = []
+        values: list[tuple[SlotValue, ...]] = []
         symtab = self.symtab
         n = len(toks)
-        for i, tok in enumerate(toks):
-            t = tok.type
-            sym: Symbol | None = None
-            if (t == lx.T_STRING or t == lx.T_MASKED_INTEGER
-                    or (t == lx.T_INTEGER and tok.format in _ADDR_FORMATS)):
-                f = -1
-                if i >= 2 and toks[i - 1].type == lx.T_EQ:
-                    # FIELD == CONST, not the left end of a range.
-                    if i + 1 >= n or toks[i + 1].type not in RELOP_FROM_TOKEN:
-                        f = i - 2
-                elif (i >= 3 and toks[i - 1].type == lx.T_LCURLY
-                      and toks[i - 2].type == lx.T_EQ and i + 1 < n
-                      and toks[i + 1].type == lx.T_RCURLY):
-                    f = i - 3           # FIELD == {CONST}: one constant, the same
-                if f >= 0 and toks[f].type == lx.T_ID:
-                    sym = symtab.get(toks[f].s or "")
-                    if (sym is None or sym.predicate is not None
-                            or (t == lx.T_STRING) != (sym.width == 0)):
-                        sym = None
-            if sym is None:
-                key.append((t, tok.s, tok.value, tok.mask, tok.format))
-            elif t == lx.T_STRING:
-                key.append((t,))
-                slots.append((sym, True, 0))
-                values.append(tok.s or "")
+        i = 0
+        while i < n:
+            tok = toks[i]
+            key.append((tok.type, tok.s, tok.value, tok.mask, tok.format))
+            i += 1
+            # FIELD == CONST (not the left end of a range) or FIELD == {CONST, ...}.
+            if tok.type != lx.T_ID or i + 1 >= n or toks[i].type != lx.T_EQ:
+                continue
+            sym = symtab.get(tok.s or "")
+            if sym is None or sym.predicate is not None:
+                continue
+            j = i + 1
+            consts: list[lx.Token] = []
+            curly = toks[j].type == lx.T_LCURLY
+            if not curly:
+                if j + 1 < n and toks[j + 1].type in RELOP_FROM_TOKEN:
+                    continue
+                consts.append(toks[j])
+                j += 1
             else:
-                # annotate() moves a subfield symbol's comparison to its
-                # parent, shifted by parent_ofs.
-                shift = sym.parent_ofs if sym.parent is not None else 0
-                mask = _slot_mask(tok, sym) << shift
-                key.append((t, tok.format, mask))
-                slots.append((sym.parent or sym, False, mask))
-                values.append(_slot_value(tok, sym) << shift)
+                j += 1
+                while j < n and toks[j].type != lx.T_RCURLY:
+                    if toks[j].type != lx.T_COMMA:
+                        consts.append(toks[j])
+                    j += 1
+                if j >= n or not consts:
+                    continue
+                j += 1
+            vals = [_const(c, sym) for c in consts]
+            if None in vals:
+                continue
+            svals = cast(list[SlotValue], vals)
+            key.append((lx.T_EQ, curly, tuple((c.type, c.format) for c in consts),
+                        tuple(0 if isinstance(v, str) else v[1] for v in svals),
+                        _ranks(svals) if len(svals) > 1 else ()))
+            slots.append((sym.parent or sym, not sym.width))
+            values.append(tuple(svals))
+            i = j
         return Shape(tuple(key), tuple(slots), tuple(values))
 
     def known(self, shape: Shape, prereq_key: object) -> bool:
         return (prereq_key, shape.key) in self._templates
 
     def instantiate(self, shape: Shape, prereq_key: object) -> Expr | None:
+        """The normalised expression of 'shape', or None (no template, or a
+        comparison the template cannot account for: take the normal path)."""
         tpl = self._templates.get((prereq_key, shape.key))
         if tpl is None:
             return None
+        maps = [dict(zip(old, new)) for old, new in zip(tpl.values, shape.values)]
+        try:
+            e = _subst(tpl.expr, tpl.by_symbol, maps)
+        except KeyError:
+            return None
         self.stats["instances"] += 1
-        return _subst(tpl.expr, tpl.by_symbol, shape.values)
+        return e
 
     def verify(self, shape: Shape, annotated: Expr) -> bool:
-        """True if each slot's symbol occurs in exactly one comparison of
-        'annotated', an ``==`` with the slot's value and mask."""
+        """True if each slot's symbol occurs in 'annotated' only in ``==``
+        comparisons holding exactly the slot's constants, and those of a
+        set of several are the whole of one OR."""
         want: dict[Symbol, int] = {}
-        for i, (sym, _s, _m) in enumerate(shape.slots):
+        for i, (sym, _s) in enumerate(shape.slots):
             if sym in want:
                 return False
             want[sym] = i
-        seen = [0] * len(shape.slots)
-        stack = [annotated]
+        seen: list[list[SlotValue]] = [[] for _ in shape.slots]
+        parents: list[set[int]] = [set() for _ in shape.slots]
+        stack: list[tuple[Expr, Expr | None]] = [(annotated, None)]
         while stack:
-            e = stack.pop()
+            e, parent = stack.pop()
             t = e.type
             if t == E_AND or t == E_OR:
-                stack.extend(e.subs)
+                stack.extend((s, e) for s in e.subs)
             elif t == E_CMP:
                 i = want.get(e.symbol, -1)
                 if i < 0:
                     continue
-                seen[i] += 1
-                sym, is_string, mask = shape.slots[i]
-                v = shape.values[i]
-                if e.relop != R_EQ or (e.string != v if is_string
-                                       else (e.value != v or e.mask != mask)):
+                if e.relop != R_EQ:
                     return False
-        return all(c == 1 for c in seen)
+                seen[i].append(e.string if shape.slots[i][1] else (e.value, e.mask))
+                parents[i].add(id(parent))
+                if len(shape.values[i]) > 1 and (parent is None or parent.type != E_OR
+                                                 or len(parent.subs) != len(shape.values[i])):
+                    return False
+        for i, vals in enumerate(shape.values):
+            if sorted(seen[i]) != sorted(vals):  # type: ignore[type-var]
+                return False
+            if len(vals) > 1 and len(parents[i]) != 1:
+                return False
+        return True
 
     def learn(self, shape: Shape, prereq_key: object, normalized: Expr | None) -> None:
         """Stores the template ('normalized' None: the shape is not one)."""
@@ -207,30 +244,35 @@ class MatchTemplates:
             self._templates[k] = None
             return
         self.stats["shapes"] += 1
-        by_symbol = {sym: i for i, (sym, _s, _m) in enumerate(shape.slots)}
-        self._templates[k] = _Template(_subst(normalized, by_symbol, shape.values), by_symbol)
+        by_symbol = {sym: i for i, (sym, _s) in enumerate(shape.slots)}
+        ident = [{v: v for v in vals} for vals in shape.values]
+        self._templates[k] = _Template(_subst(normalized, by_symbol, ident), by_symbol,
+                                       shape.values)
 
 
-def _subst(e: Expr, by_symbol: dict[Symbol, int], values: tuple[int | str, ...]) -> Expr:
-    """A deep copy of 'e' (as nodes.clone) with the slot values put in."""
+def _subst(e: Expr, by_symbol: dict[Symbol, int], maps: list[dict[SlotValue, SlotValue]]
+           ) -> Expr:
+    """A deep copy of 'e' (as nodes.clone) with the slot constants mapped
+    (KeyError: a slot comparison holds no constant of its slot)."""
     n = Expr(e.type)
     sym = n.symbol = e.symbol
     n.relop = e.relop
     n.mask = e.mask
     n.boolean = e.boolean
     n.cond_not = e.cond_not
-    i = by_symbol.get(sym, -1) if e.type == E_CMP else -1
-    if i < 0:
-        n.value = e.value
-        n.string = e.string
-    elif sym.width:
-        n.value = values[i]  # type: ignore[assignment]
-        n.string = e.string
-    else:
-        n.value = e.value
-        n.string = values[i]  # type: ignore[assignment]
+    n.value = e.value
+    n.string = e.string
+    if e.type == E_CMP:
+        i = by_symbol.get(sym, -1)
+        if i >= 0:
+            if sym.width:
+                new = maps[i][(e.value, e.mask)]
+                assert not isinstance(new, str)
+                n.value = new[0]
+            else:
+                n.string = cast(str, maps[i][e.string])
     if e.subs:
-        n.subs = [_subst(s, by_symbol, values) for s in e.subs]
+        n.subs = [_subst(s, by_symbol, maps) for s in e.subs]
     return n
 
 

@@ -84,11 +84,19 @@ SHAPES = [
     (True, ["ip4.src == 10.0.0.0/8 && tcp", "ip4.src == 192.168.0.0/8 && tcp"]),
     (True, ["reg0 == 10.0.0.1 && outport == \"p1\"", "reg0 == 1.2.3.4 && outport == \"q1\""]),
     (True, ["ip6.dst == {fe80::1}", "ip6.dst == {fe80::2}"]),
+    (True, ["ip4.src == {10.0.0.1, 10.0.0.255} && reg9[0] == 0 && tcp",
+            "ip4.src == {10.9.0.1 10.9.0.255} && reg9[0] == 0 && tcp"]),
+    (True, ['inport == {"p1", "p2"} && eth.src == {00:00:00:00:00:01, 00:00:00:00:00:01}',
+            'inport == {"q1", "rp"} && eth.src == {00:00:00:00:00:07, 00:00:00:00:00:07}']),
+    (True, ["ip6.dst == {fe80::1, ff02::1:ff00:1} && nd_ns && nd.target == fe80::1",
+            "ip6.dst == {fe80::9, ff02::1:ff00:9} && nd_ns && nd.target == fe80::9"]),
     (True, ['ip4.src == 1.1.1.1 && (tcp.dst == 80 || udp.dst == 53) && inport == "p1"',
             'ip4.src == 1.1.1.9 && (tcp.dst == 80 || udp.dst == 53) && inport == "q1"']),
     # Structure depends on the values: the normal path for every text.
     (False, ['(inport == "p1" && ip4.src == 1.1.1.1) || (inport == "p2" && ip4.dst == 1.1.1.2)',
              '(inport == "p2" && ip4.src == 2.2.2.2) || (inport == "p2" && ip4.dst == 2.2.2.2)']),
+    (False, ["ip4.src == {10.0.0.1, 10.0.0.2} || ip4.src == 10.0.0.3",
+             "ip4.src == {10.0.0.4, 10.0.0.5} || ip4.src == 10.0.0.3"]),
     (False, ["ip4.dst == 10.0.0.1 || ip4.dst == 10.0.0.2",
              "ip4.dst == 10.0.0.2 || ip4.dst == 10.0.0.2"]),
     (False, ["ip4.dst == 10.0.0.1 && ip4.dst == 10.0.0.1/16",
@@ -127,4 +135,26 @@ def test_ineligible_texts_have_no_shape() -> None:
                  'is_chassis_resident("p1") && ip4.dst == 1.2.3.4', "ip4.dst == 1.2.3.4 &"]:
         assert mt.shape(text) is None, text
     s = mt.shape("ip4.dst == 1.2.3.4 && tcp.dst == 80 && reg0[0..7] == 1.2.3.4")
-    assert s is not None and s.values == (0x01020304,)
+    assert s is not None and s.values == (((0x01020304, 0xFFFFFFFF),),)
+
+
+def test_sets_with_other_orders_and_duplicates() -> None:
+    """A set's constants are sorted and de-duplicated by value, so the
+    order and equality pattern is part of the shape: texts with another
+    pattern are taught separately, and all give the normal compile's flows."""
+    texts = ["ip4.dst == {10.0.0.1, 10.0.0.2, 10.0.0.3} && udp",
+             "ip4.dst == {10.0.1.1, 10.0.1.2, 10.0.1.3} && udp",   # same pattern
+             "ip4.dst == {10.0.0.3, 10.0.0.2, 10.0.0.1} && udp",   # reversed
+             "ip4.dst == {10.0.2.3, 10.0.2.2, 10.0.2.1} && udp",   # reversed again
+             "ip4.dst == {10.0.0.5, 10.0.0.5, 10.0.0.1} && udp",   # duplicate
+             "ip4.dst == {10.0.3.5, 10.0.3.5, 10.0.3.1} && udp"]   # same as previous
+    plain = LflowCompiler(make_ctx(), templates=False)
+    tpl = LflowCompiler(make_ctx())
+    for i, text in enumerate(texts):
+        u = uuid.UUID(int=(0xC0000000 + i) << 96 | i)
+        a = plain.compile_lflow(lflow(text, lf_uuid=u), _info(LS1))
+        b = tpl.compile_lflow(lflow(text, lf_uuid=u), _info(LS1))
+        assert isinstance(a, CompiledLflow) and isinstance(b, CompiledLflow)
+        assert ([f.to_string() for f in a.all_flows()]
+                == [f.to_string() for f in b.all_flows()]), text
+    assert tpl.stats["template_hits"] == 3
