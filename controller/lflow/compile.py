@@ -597,6 +597,8 @@ class LflowCompiler:
         self.stats["cache_misses"] += 1
         st = _MatchState()
         tpls = self.templates
+        if tpls is not None and tpls.symtab is not self.ctx.symtab:
+            tpls = self.templates = MatchTemplates(self.ctx.symtab)
         shape = tpls.shape(text.match) if tpls is not None else None
         pkey: object = None
         if tpls is not None and shape is not None:

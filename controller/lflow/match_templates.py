@@ -18,37 +18,49 @@ Public API
 
 Design note
 -----------
-Seed-500's 25,655 logical flows have only about 180 shapes: 500 routers and
-switches make the same flows with other addresses and port names. A *slot*
-is the constant of ``FIELD == CONST`` or ``FIELD == {CONST}`` where FIELD is
-a field or a symbol with a parent (``reg0``: annotate moves the test to the
-parent, shifting value and mask), not a predicate nor a ``[bits]`` subfield,
-and CONST is an IPv4/IPv6/Ethernet or masked integer (numeric field) or a
-string (string field: ``inport == "lrp-1"``). The shape key is every other
-token exactly (type, text, value, mask, format), each slot's token type,
-format and mask, plus the prerequisites the actions add; the slot values are
+Seed-500's 25,638 distinct match texts have 90 shapes in this sense
+(measured: 25,540 texts compiled from a template, 98 the normal way): 500
+routers and switches make the same flows with other addresses and port
+names.  A *slot* is the constant part of ``FIELD == CONST`` or ``FIELD ==
+{CONST, ...}`` where FIELD is a field or a symbol with a parent (``reg0``:
+annotate moves the test to the parent, shifting value and mask), not a
+predicate nor a ``[bits]`` subfield, and each CONST is an IPv4/IPv6/Ethernet
+or masked integer (numeric field) or a string (string field: ``inport ==
+"lrp-1"``).  The shape key is every other token exactly (type, text, value,
+mask, format); for each slot its constants' token type, format and mask,
+and for a set of several the ranks of its values (their order and
+duplicates); and the prerequisites the actions add.  The slot values are
 the instance.
 
-Why substituting the values into the template's normalised expression gives
-exactly what the normal compile gives: a template is only learnt if, in the
-annotated expression (prerequisites included), each slot's symbol occurs in
-exactly one comparison, which is ``==`` and holds the slot's own value and
-mask. The parser uses a slot value only to copy it (``value & ones``; its
-width checks depend on the format or mask, which are in the key; a
-one-constant set is the same as the constant); annotate leaves a field's
-``==`` alone and shifts a parented symbol's one (done to the slot value);
-simplify keeps an ``==`` with a non-zero mask and drops one with mask 0
-(mask in the key); normalise sorts by symbol name, and compares, intersects,
-sorts or de-duplicates values only between comparisons of one symbol, which
-for a slot's symbol are all copies of that one comparison, so every such
-test comes out the same for any value. Hence the normalised expression has
-the same structure for every instance, and a slot's symbol appears in it
-only in copies of the slot comparison, holding the slot value: replacing
-those values is the whole difference. Texts with address sets, port groups,
-templates, ``is_chassis_resident()`` (values that change the structure) or
-lexical errors are not eligible; they, and shapes whose first compile failed
-or did not verify, use the normal path. Conversion to OpenFlow matches (port
-lookups, conjunction ids) still runs per instance, as before.
+Why putting an instance's values into the template's normalised expression
+gives exactly what the normal compile gives.  A template is only learnt if,
+in the annotated expression of its first text (prerequisites included), each
+slot's symbol occurs only in ``==`` comparisons holding exactly that slot's
+constants, and those of a set of several make up one whole OR.  Then:
+
+* parse uses a slot value only to copy it (``value & ones``); its width
+  checks depend on the format or mask (in the key); a one-constant set is the
+  constant; annotate leaves a field's ``==`` alone and shifts a parented
+  symbol's one (done to the slot value as well);
+* simplify keeps an ``==`` with a non-zero mask and drops one with mask 0
+  (mask in the key);
+* normalise sorts operands by symbol name, and looks at values only between
+  comparisons of one symbol: intersecting them in ANDs, sorting and
+  de-duplicating them in ORs.  For a slot's symbol those are copies of the
+  slot's one comparison (any value: every test comes out the same) or of its
+  one OR, whose sort and de-duplication depend only on the ranks (in the key);
+  distributing copies terms, so no AND gets two of its values.
+
+So every instance gets the same structure, and a slot's symbol appears in it
+only in copies of slot comparisons: mapping each teaching value to the
+instance's value of the same position is the whole difference (a comparison
+that holds no teaching value makes ``instantiate`` give up).  Texts with
+address sets, port groups, templates, ``is_chassis_resident()`` (values that
+change the structure) or lexical errors are not eligible; they, and shapes
+whose first compile failed or did not verify, use the normal path.
+Conversion to OpenFlow matches (port lookups, conjunction ids) runs per
+instance, as before.  Templates depend on the symtab only, so they survive
+``clear_text_cache``.
 """
 
 from __future__ import annotations
@@ -176,8 +188,8 @@ class MatchTemplates:
             if None in vals:
                 continue
             svals = cast(list[SlotValue], vals)
-            key.append((lx.T_EQ, curly, tuple((c.type, c.format) for c in consts),
-                        tuple(0 if isinstance(v, str) else v[1] for v in svals),
+            # The token's own mask: the parser's width check uses it whole.
+            key.append((lx.T_EQ, curly, tuple((c.type, c.format, c.mask) for c in consts),
                         _ranks(svals) if len(svals) > 1 else ()))
             slots.append((sym.parent or sym, not sym.width))
             values.append(tuple(svals))

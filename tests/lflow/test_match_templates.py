@@ -158,3 +158,24 @@ def test_sets_with_other_orders_and_duplicates() -> None:
         assert ([f.to_string() for f in a.all_flows()]
                 == [f.to_string() for f in b.all_flows()]), text
     assert tpl.stats["template_hits"] == 3
+
+
+def test_errors_that_depend_on_a_constant_are_kept() -> None:
+    """The width check of a masked constant uses its whole mask; a text
+    whose mask is too wide must fail as without templates."""
+    texts = ["tcp.dst == 0x50/0xffff", "tcp.dst == 0x51/0x1ffff", "tcp.dst == 0x52/0xffff",
+             'inport == "p1" && ip4.src == 1.2.3.4', 'inport == "p2" && ip4.src == 1.2.3.5']
+    plain = LflowCompiler(make_ctx(), templates=False)
+    tpl = LflowCompiler(make_ctx())
+    for i, text in enumerate(texts):
+        u = uuid.UUID(int=(0xD0000000 + i) << 96 | i)
+        a = plain.compile_lflow(lflow(text, lf_uuid=u), _info(LS1))
+        b = tpl.compile_lflow(lflow(text, lf_uuid=u), _info(LS1))
+        assert repr(a) == repr(b)
+        if isinstance(a, CompiledLflow):
+            assert isinstance(b, CompiledLflow)
+            assert ([f.to_string() for f in a.all_flows()]
+                    == [f.to_string() for f in b.all_flows()])
+        else:
+            assert "17-bit constant" in repr(a)
+    assert tpl.stats["template_hits"] == 2
