@@ -46,6 +46,12 @@ done once per distinct (match, actions, pipeline, table) text:
   NAT zone, controller meter) when encoding looked nothing up (no port,
   tunnel, group, meter or sample).
 
+Below the per-text memo, texts that differ only in addresses and port names
+share one parse/annotate/simplify/normalise per match *shape*
+(``MatchTemplates``, see match_templates.py: the constants are substituted
+into the shape's normalised expression where that is provably what a full
+compile gives; every other text takes the full path).
+
 On top of that the uuid-keyed ``LflowCache`` keeps, as the C agent does, the
 simplified expression (EXPR) or the final matches and conjunction range
 (MATCHES) across full recomputes; on a MATCHES hit the same conjunction ids
@@ -80,6 +86,9 @@ from controller.lflow.expr.nodes import E_AND, E_COND, E_OR, ConstantSet, Expr, 
 from controller.lflow.expr.normalize import normalize
 from controller.lflow.expr.parse import ExprError, parse_expr
 from controller.lflow.lexer import parse_template_string
+from controller.lflow.match_templates import MatchTemplates, expr_key
+from controller.lflow.refs import NO_REFS, LflowRefs, mcgroup_ref
+from controller.lflow.refs import RefIndex as RefIndex  # re-exported
 from controller.lflow.symtab import Symtab, ovn_symtab
 from ofctrl.desired import AddrSetInfo, DesiredFlowTable
 from ofctrl.flow import Flow
@@ -152,95 +161,6 @@ class CompileContext:
     # (datapath key, port name) -> OpenFlow port of the tunnel to its chassis.
     tunnel_ofport: Callable[[int, str], int | None] = _no_tunnel
     local_datapaths: Container[int] = frozenset()
-
-
-def mcgroup_ref(dp_key: int, name: str) -> str:
-    """The reference name of multicast group `name` on datapath `dp_key`
-    (as the C agent's MC_GROUP references: "<dp_tunnel_key>_<name>"), so a
-    change of one switch's group re-processes only that switch's lflows."""
-    return f"{dp_key}_{name}"
-
-
-class LflowRefs:
-    """Resources a compiled lflow depends on (objdep references); multicast
-    groups are named per datapath (:func:`mcgroup_ref`)."""
-
-    __slots__ = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
-
-    def __init__(self, addr_sets: Mapping[str, int] | None = None,
-                 port_groups: frozenset[str] = frozenset(),
-                 ports: frozenset[str] = frozenset(),
-                 mcgroups: frozenset[str] = frozenset(),
-                 templates: frozenset[str] = frozenset()) -> None:
-        self.addr_sets: Mapping[str, int] = addr_sets or {}
-        self.port_groups = port_groups
-        self.ports = ports
-        self.mcgroups = mcgroups
-        self.templates = templates
-
-    def __bool__(self) -> bool:
-        return bool(self.addr_sets or self.port_groups or self.ports or self.mcgroups
-                    or self.templates)
-
-    def merged(self, other: "LflowRefs") -> "LflowRefs":
-        if not other:
-            return self
-        if not self:
-            return other
-        a = dict(self.addr_sets)
-        for k, v in other.addr_sets.items():
-            a[k] = a.get(k, 0) + v
-        return LflowRefs(a, self.port_groups | other.port_groups, self.ports | other.ports,
-                         self.mcgroups | other.mcgroups, self.templates | other.templates)
-
-    def __repr__(self) -> str:
-        return (f"LflowRefs(addr_sets={dict(self.addr_sets)}, port_groups={set(self.port_groups)},"
-                f" ports={set(self.ports)}, mcgroups={set(self.mcgroups)},"
-                f" templates={set(self.templates)})")
-
-
-NO_REFS = LflowRefs()
-
-
-class RefIndex:
-    """Which lflows use which resource (the C agent's objdep manager):
-    resource kind -> name -> lflow UUIDs, and the reverse.  ``add(lflow,
-    refs)`` records an ``LflowRefs``; ``users(kind, names)`` are the lflows
-    to re-process when those resources change; kinds are "addr_sets",
-    "port_groups", "ports", "mcgroups" ("<dp key>_<name>") and "templates"."""
-
-    KINDS = ("addr_sets", "port_groups", "ports", "mcgroups", "templates")
-
-    def __init__(self) -> None:
-        self.by_res: dict[str, dict[str, set[uuidlib.UUID]]] = {k: {} for k in self.KINDS}
-        self.by_lflow: dict[uuidlib.UUID, list[tuple[str, str]]] = {}
-
-    def add(self, lflow: uuidlib.UUID, refs: LflowRefs) -> None:
-        entries = self.by_lflow.setdefault(lflow, [])
-        for kind in self.KINDS:
-            for name in getattr(refs, kind):
-                self.by_res[kind].setdefault(name, set()).add(lflow)
-                entries.append((kind, name))
-
-    def remove(self, lflow: uuidlib.UUID) -> None:
-        for kind, name in self.by_lflow.pop(lflow, ()):
-            s = self.by_res[kind].get(name)
-            if s is not None:
-                s.discard(lflow)
-                if not s:
-                    del self.by_res[kind][name]
-
-    def users(self, kind: str, names: Iterable[str]) -> set[uuidlib.UUID]:
-        out: set[uuidlib.UUID] = set()
-        idx = self.by_res[kind]
-        for n in names:
-            out |= idx.get(n, set())
-        return out
-
-    def clear(self) -> None:
-        for d in self.by_res.values():
-            d.clear()
-        self.by_lflow.clear()
 
 
 class LflowError:
@@ -344,17 +264,21 @@ class _MatchState:
         self.uses_sets = False
 
 
+_NO_KEY = object()
+
+
 class _Actions:
     """Parsed actions of one (actions, pipeline, table) text and their
     encodings that looked nothing up, by (is_switch, NAT zone, meter id)."""
 
-    __slots__ = ("parsed", "error", "encoded", "sample")
+    __slots__ = ("parsed", "error", "encoded", "sample", "prereq_key")
 
     def __init__(self, parsed: ParsedActions | None, error: str | None, sample: bool) -> None:
         self.parsed = parsed
         self.error = error
         self.encoded: dict[tuple[bool, str, int], tuple[Any, ...]] = {}
         self.sample = sample
+        self.prereq_key: object = _NO_KEY    # match_templates.expr_key(parsed.prereqs)
 
 
 class _Text:
@@ -459,14 +383,17 @@ def _expr_size(e: Expr | None) -> int:
 class LflowCompiler:
     """See the module docstring."""
 
-    def __init__(self, ctx: CompileContext, cache: LflowCache | None = None) -> None:
+    def __init__(self, ctx: CompileContext, cache: LflowCache | None = None,
+                 templates: bool = True) -> None:
         self.ctx = ctx
         self.cache = cache
+        # Per match shape (see match_templates); it depends on the symtab only.
+        self.templates = MatchTemplates(ctx.symtab) if templates else None
         self._texts: dict[tuple[str, str, bool, int], _Text] = {}
         self._action_texts: dict[tuple[str, bool, int], _Actions] = {}
         self._parse_params: dict[tuple[bool, int], ParseParams] = {}
         self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
-                      "match_compiles": 0, "encodes": 0, "encode_reuse": 0,
+                      "match_compiles": 0, "template_hits": 0, "encodes": 0, "encode_reuse": 0,
                       "cache_hits": 0, "cache_misses": 0, "flows": 0, "errors": 0}
 
     def clear_text_cache(self) -> None:
@@ -668,17 +595,40 @@ class LflowCompiler:
             text.shared = st
             return st, False
         self.stats["cache_misses"] += 1
+        st = _MatchState()
+        tpls = self.templates
+        if tpls is not None and tpls.symtab is not self.ctx.symtab:
+            tpls = self.templates = MatchTemplates(self.ctx.symtab)
+        shape = tpls.shape(text.match) if tpls is not None else None
+        pkey: object = None
+        if tpls is not None and shape is not None:
+            acts = text.actions
+            pkey = acts.prereq_key
+            if pkey is _NO_KEY:
+                pkey = acts.prereq_key = expr_key(parsed.prereqs)
+            e = tpls.instantiate(shape, pkey)
+            if e is not None:
+                self.stats["template_hits"] += 1
+                st.expr = st.normalized = e
+                self._prepare(st, e)
+                text.shared = st
+                return st, True
+            if tpls.known(shape, pkey):
+                shape = None        # not a template: the normal path
         self.stats["match_compiles"] += 1
         ctx = self.ctx
-        st = _MatchState()
         as_ref: dict[str, int] = {}
         pg_ref: set[str] = set()
+        verified = False
         try:
             e = parse_expr(text.match, ctx.symtab, ctx.addr_sets, ctx.port_groups, dp_key,
                            as_ref, pg_ref)
             if parsed.prereqs is not None:
                 e = combine(E_AND, e, clone(parsed.prereqs)) or e
-            e = simplify(annotate(e, ctx.symtab))
+            e = annotate(e, ctx.symtab)
+            if tpls is not None and shape is not None:
+                verified = tpls.verify(shape, e)
+            e = simplify(e)
         except ExprError as err:
             st.error = f"error parsing match \"{text.match}\": {err}"
             e = None
@@ -687,6 +637,9 @@ class LflowCompiler:
             st.refs = LflowRefs(addr_sets=as_ref, port_groups=frozenset(pg_ref))
         if e is not None:
             self._finish_expr(st, e, text.match)
+        if tpls is not None and shape is not None:
+            ok = verified and st.error is None and not st.uses_sets
+            tpls.learn(shape, pkey, st.normalized if ok else None)
         if pg_ref:
             if text.by_dp is None:
                 text.by_dp = {}
@@ -714,6 +667,10 @@ class LflowCompiler:
             e = normalize(e)
             st.expr = e
         st.normalized = e
+        self._prepare(st, e)
+
+    def _prepare(self, st: _MatchState, e: Expr) -> None:
+        """The matches of normalised 'e', if they look up no port name."""
         probe = _Recorder(self.ctx, -1)
         ems, n_conjs = to_matches(e, probe.lookup_port)
         if not probe.used:
