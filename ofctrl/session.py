@@ -44,6 +44,16 @@ Design (after OVN 23.03 ofctrl.c).  States of a connection:
   otherwise went out in one put at the end).  Discarding such an idle
   bundle takes its flows out of the installed tables again (they are put
   again later); the flows installed before stay as they are.
+* The `*_changed` flags of `put` only say which tables the caller's
+  iteration changed; a table holding changes no put has diffed (tracked
+  changes, or untracked: rebuilt and never compared) is diffed whatever
+  they say, and makes the put needed.  The agent computes its tables in
+  iterations that cannot put (outputs not valid: a claim queued, an SB
+  update half applied) and puts in a later one whose flags are False; the
+  changes of the former were left tracked forever, or, for a recompute,
+  lost when the put turned tracking on (a wiped SB refilled by northd:
+  every multicast-group flow, added while the claims were queued, never
+  reached br-int).
 * Any OpenFlow error is logged with its decoded name and the offending flow
   text, the offending flow (or group) is quarantined, and the connection is
   reset: the resync installs everything else.
@@ -659,6 +669,10 @@ class OfctrlSession:
             desired.untrack()       # see _put_additions
         self._compare_at_put = []
         lflows.fresh = pflows.fresh = None
+        # A table with changes no put has sent is diffed whatever the caller
+        # says (see the design note).
+        lflows_changed = lflows_changed or _unsent(lflows)
+        pflows_changed = pflows_changed or _unsent(pflows)
         skipped = self._skipped_last_time
         if lflows_changed or skipped:
             if lflows.change_tracked:
@@ -706,7 +720,8 @@ class OfctrlSession:
         `put_partial` is completed and committed."""
         need_put = False
         if lflows_changed or pflows_changed or self._skipped_last_time or self.initial_clear \
-                or self._open_bundle is not None:
+                or self._open_bundle is not None or self._compare_at_put \
+                or _unsent(lflows) or _unsent(pflows):
             need_put = True
             self._old_req_cfg = req_cfg
         elif req_cfg != self._old_req_cfg:
@@ -767,6 +782,12 @@ class OfctrlSession:
         lflows.change_tracked = True
         pflows.change_tracked = True
         return bool(msgs)
+
+
+def _unsent(desired: DesiredFlowTable) -> bool:
+    """`desired` holds changes no put has diffed: tracked ones, or a whole
+    table rebuilt since it was last compared (untracked)."""
+    return bool(desired.tracked) or not desired.change_tracked
 
 
 def _xid_le(a: int, b: int) -> bool:
