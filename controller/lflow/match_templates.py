@@ -69,7 +69,7 @@ from collections.abc import Mapping
 from typing import cast
 
 from controller.lflow import lexer as lx
-from controller.lflow.expr.nodes import E_AND, E_CMP, E_OR, R_EQ, RELOP_FROM_TOKEN, Expr
+from controller.lflow.expr.nodes import E_AND, E_CMP, E_OR, R_EQ, RELOP_FROM_TOKEN, Expr, copy_node
 from controller.lflow.symtab import Symbol
 
 _ADDR_FORMATS = (lx.F_IPV4, lx.F_IPV6, lx.F_ETHERNET)
@@ -266,14 +266,8 @@ def _subst(e: Expr, by_symbol: dict[Symbol, int], maps: list[dict[SlotValue, Slo
            ) -> Expr:
     """A deep copy of 'e' (as nodes.clone) with the slot constants mapped
     (KeyError: a slot comparison holds no constant of its slot)."""
-    n = Expr(e.type)
-    sym = n.symbol = e.symbol
-    n.relop = e.relop
-    n.mask = e.mask
-    n.boolean = e.boolean
-    n.cond_not = e.cond_not
-    n.value = e.value
-    n.string = e.string
+    n = copy_node(e)
+    sym = e.symbol
     if e.type == E_CMP:
         i = by_symbol.get(sym, -1)
         if i >= 0:

@@ -196,8 +196,8 @@ def fix(e: Expr) -> Expr:
     return e
 
 
-def clone(e: Expr) -> Expr:
-    """Deep copy."""
+def copy_node(e: Expr) -> Expr:
+    """A copy of 'e' itself, without its sub-expressions."""
     n = Expr(e.type)
     n.symbol = e.symbol
     n.relop = e.relop
@@ -206,6 +206,12 @@ def clone(e: Expr) -> Expr:
     n.string = e.string
     n.boolean = e.boolean
     n.cond_not = e.cond_not
+    return n
+
+
+def clone(e: Expr) -> Expr:
+    """Deep copy."""
+    n = copy_node(e)
     if e.subs:
         n.subs = [clone(s) for s in e.subs]
     return n
