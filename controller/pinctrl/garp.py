@@ -67,13 +67,14 @@ from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 
-from controller.binding.local_data import LocalDatapath, ha_group_is_active, opt_first
+from controller.binding.local_data import LocalDatapath, opt_first
 from controller.chassis.encaps import has_map_key
 from controller.lflow.lexer import T_ID, T_LPAREN, T_RPAREN, T_STRING, Lexer
 from controller.ovsdb.indexes import SbIndexes, ref_uuid
 from controller.pinctrl.openflow import po_inject
 from controller.vlog import RateLimiter
 from physical.inputs import same_chassis
+from physical.lport import lport_is_chassis_resident
 
 log = structlog.get_logger("pinctrl")
 log_util = structlog.get_logger("ovn_util")
@@ -339,17 +340,8 @@ class _Planner:
             self.out.append(e)
 
     def resident(self, port: str) -> bool:
-        """lport_is_chassis_resident."""
-        pb = self.idx.pb_by_name.get(port)
-        if pb is None:
-            return False
-        ch = opt_first(pb.chassis)
-        if ch is None:
-            return False
-        if pb.type != "chassisredirect":
-            return same_chassis(ch, self.chassis)
-        return ha_group_is_active(opt_first(pb.ha_chassis_group), self.active_tunnels,
-                                  self.chassis)
+        return lport_is_chassis_resident(port, self.chassis, self.idx.pb_by_name.get,
+                                         self.active_tunnels)
 
     def peers(self, in_pb: Any, ld: LocalDatapath | None) -> tuple[PeerPort, ...]:
         if ld is None:
