@@ -125,3 +125,54 @@ def test_the_agent_parses_json_rpc_without_ovs_compiled_json() -> None:
 def test_block_leaves_imported_modules_alone() -> None:
     assert lazy_modules.block("json") == []
     assert sys.modules["json"] is not None
+
+
+# ---------------------------------------------------------------- pinctrl
+_PINCTRL_LAZY = ("controller.pinctrl.handlers_state", "controller.pinctrl.handlers_l3",
+                 "controller.pinctrl.handlers_l7", "controller.pinctrl.svc_monitor",
+                 "controller.pinctrl.bfd_router", "controller.pinctrl.prefix_delegation",
+                 "controller.pinctrl.mcast", "controller.pinctrl.garp", "controller.pinctrl.ra",
+                 "controller.pinctrl.igmp")
+
+
+def test_pinctrl_start_leaves_handlers_and_periodic_services_unloaded() -> None:
+    """The agent's Pinctrl, run on a chassis without GARP/RA/BFD/PD/IGMP/LB
+    health-check inputs, loads none of those modules; a packet-in of an
+    opcode then loads its handler (and builds the state it works on)."""
+    code = (
+        "import sys\n"
+        "from types import SimpleNamespace\n"
+        "from controller.pinctrl.agent import Pinctrl\n"
+        "from tests.pinctrl.test_core_agent import FakeService, fake_sb, idx\n"
+        "from controller.diag.coverage import Coverage\n"
+        "svc = FakeService()\n"
+        "p = Pinctrl(Coverage(), threaded=False, service=svc)\n"
+        "tables = {n: {} for n in ('MAC_Binding', 'FDB', 'Controller_Event', 'Port_Binding',\n"
+        "          'Service_Monitor', 'BFD', 'IP_Multicast', 'IGMP_Group')}\n"
+        "tables['IP_Multicast'][1] = SimpleNamespace(enabled=[False])   # northd's default\n"
+        "p.run('unix:x', fake_sb(object(), tables), idx(), SimpleNamespace(uuid=1, name='hv1'), {})\n"
+        f"print(sorted(m for m in {_PINCTRL_LAZY!r} if m in sys.modules), len(svc.periodic))\n"
+        "from controller.pinctrl import registry\n"
+        "from controller.lflow.actions import base as ab\n"
+        "from controller.pinctrl.packet_in import decode_packet_in2\n"
+        "from tests.pinctrl.test_core import sample, userdata\n"
+        "out = registry.dispatch(decode_packet_in2(sample(userdata=userdata(ab.OP_BFD_MSG, b''))),\n"
+        "                        p.service.view)\n"
+        "print('controller.pinctrl.bfd_router' in sys.modules, p._bfd is not None,\n"
+        "      svc.periodic == [p.bfd], 'controller.pinctrl.mcast' in sys.modules)\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=60, check=True).stdout.split("\n")
+    assert out[0] == "[] 0"
+    assert out[1] == "True True True False"
+
+
+def test_pinctrl_handler_table_matches_what_the_modules_register() -> None:
+    import controller.pinctrl as pinctrl
+    from controller.pinctrl import registry
+    registry.load_all()
+    for module, opcodes in pinctrl.HANDLER_MODULES.items():
+        registered = sorted(op for op, fn in registry.REGISTRY.items() if fn.__module__ == module)
+        assert registered == sorted(opcodes), module
+    modules = {fn.__module__ for fn in registry.REGISTRY.values()}
+    assert modules <= set(pinctrl.HANDLER_MODULES) | {"tests.pinctrl.test_core"}

@@ -27,23 +27,16 @@ thread.  Nothing here may take the agent down: a failing pass is logged
 
 from __future__ import annotations
 
+import functools
+import sys
+import threading
 import uuid as uuidlib
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from controller.diag.coverage import COVERAGE, Coverage
-from controller.pinctrl import bfd_router
+from controller.lflow.actions.base import OP_BFD_MSG, OP_DHCP6_SERVER, OP_HANDLE_SVC_CHECK, OP_IGMP
+from controller.pinctrl import registry
 from controller.pinctrl.buffered import BufferedPackets
-from controller.pinctrl.garp import GarpAnnouncer, GarpInputs, garp_inputs
-from controller.pinctrl.mcast import McastSnoop, configs_from_rows
-from controller.pinctrl.mcast import attach as attach_mcast
-from controller.pinctrl.prefix_delegation import (
-    PdInputs,
-    PrefixDelegation,
-    pd_inputs,
-    write_pd_lists,
-)
-from controller.pinctrl.prefix_delegation import attach as attach_pd
-from controller.pinctrl.ra import RaInputs, RaSender, ra_inputs
 from controller.pinctrl.sb_writes import (
     PendingWork,
     SbWriter,
@@ -51,9 +44,16 @@ from controller.pinctrl.sb_writes import (
     _now_ms,
 )
 from controller.pinctrl.service import PinctrlService
-from controller.pinctrl.svc_monitor import SvcMonitors, attach, monitor_specs
 from controller.vlog import RateLimiter, get_logger
 from physical.inputs import opt_first
+
+if TYPE_CHECKING:
+    from controller.pinctrl.bfd_router import BfdSessions, BfdSpec
+    from controller.pinctrl.garp import GarpAnnouncer
+    from controller.pinctrl.mcast import McastSnoop
+    from controller.pinctrl.prefix_delegation import PdInputs, PrefixDelegation
+    from controller.pinctrl.ra import RaSender
+    from controller.pinctrl.svc_monitor import SvcMonitors
 
 __all__ = ["Pinctrl"]
 
@@ -64,6 +64,14 @@ _BFD_TABLES = ("BFD", "Port_Binding", "Chassis", "HA_Chassis_Group", "HA_Chassis
                "Datapath_Binding")
 _GARP_TABLES = ("Port_Binding", "Chassis", "HA_Chassis_Group", "HA_Chassis",
                 "Gateway_Chassis", "Datapath_Binding")
+
+
+def _attached_or(module: str, build: Callable[[], object]) -> None:
+    """Before a packet-in of a stateful handler: build the agent's state for it
+    unless one is attached already (the handler modules' ``attach``)."""
+    mod = sys.modules.get("controller.pinctrl." + module)
+    if mod is None or not getattr(mod, "_ACTIVE", None):
+        build()
 
 
 class Pinctrl:
@@ -81,40 +89,108 @@ class Pinctrl:
         self.service = service or PinctrlService(self.work, self.buffered, coverage)
         self.writer = SbWriter()
         self.snapshots = SnapshotPublisher(self.service.publish)
-        self.garp = GarpAnnouncer(notify=self.service.wake)
-        self.service.add_periodic(self.garp)
-        self.svc_monitors = SvcMonitors(notify_service=self.service.wake,
-                                        notify_main=self.service.notify_main)
-        self.service.add_periodic(self.svc_monitors)
-        attach(self.svc_monitors)
+        # The periodic services (and the modules they live in) are built on
+        # first use: when their SB input is there, when a packet-in of their
+        # opcode arrives, or when read (tests).  See _needs().
+        self._build_lock = threading.RLock()
+        self._garp: GarpAnnouncer | None = None
+        self._svc_monitors: SvcMonitors | None = None
+        self._ra: RaSender | None = None
+        self._bfd: BfdSessions | None = None
+        self._pd: PrefixDelegation | None = None
+        self._mcast: McastSnoop | None = None
         self._svc_key: Any = False
         self._garp_key: Any = None
-        self.ra = RaSender(notify=self.service.wake)
-        self.service.add_periodic(self.ra)
         self._ra_key: Any = ()          # () until the first plan
-        self.bfd = bfd_router.BfdSessions(notify_service=self.service.wake,
-                                          notify_main=self.service.notify_main)
-        self.service.add_periodic(self.bfd)
-        bfd_router.attach(self.bfd)
         self._bfd_key: Any = None
-        self._bfd_specs: list[bfd_router.BfdSpec] = []
+        self._bfd_specs: list[BfdSpec] = []
         self._bfd_rerun = False
-        self.pd = PrefixDelegation(notify_service=self.service.wake,
-                                   notify_main=self.service.notify_main,
-                                   also_inject=lambda: bool(self.ra.ports() or self.garp.keys()))
-        self.service.add_periodic(self.pd)
-        attach_pd(self.pd)
         self._pd_key: Any = ()
-        self._pd_inputs = PdInputs()
-        self.mcast = McastSnoop(notify_service=self.service.wake,
-                                notify_main=self.service.notify_main)
-        self.service.add_periodic(self.mcast)
-        attach_mcast(self.mcast)
+        self._pd_inputs: PdInputs | None = None
         self._mcast_key: Any = None
         self._mcast_wrote = False
+        for op, module, build in (
+                (OP_HANDLE_SVC_CHECK, "svc_monitor", lambda: self.svc_monitors),
+                (OP_BFD_MSG, "bfd_router", lambda: self.bfd),
+                (OP_DHCP6_SERVER, "prefix_delegation", lambda: self.pd),
+                (OP_IGMP, "mcast", lambda: self.mcast)):
+            registry.prepare(op, functools.partial(_attached_or, module, build))
         self.threaded = threaded
         self._had_txn = False
         self._symtab: Any = None
+
+    # ------------------------------------------------------------ lazy services
+    @property
+    def garp(self) -> GarpAnnouncer:
+        with self._build_lock:
+            if self._garp is None:
+                from controller.pinctrl.garp import GarpAnnouncer
+                self._garp = GarpAnnouncer(notify=self.service.wake)
+                self.service.add_periodic(self._garp)
+            return self._garp
+
+    @property
+    def svc_monitors(self) -> SvcMonitors:
+        with self._build_lock:
+            if self._svc_monitors is None:
+                from controller.pinctrl import svc_monitor
+                mons = svc_monitor.SvcMonitors(notify_service=self.service.wake,
+                                               notify_main=self.service.notify_main)
+                self.service.add_periodic(mons)
+                svc_monitor.attach(mons)
+                self._svc_monitors = mons
+            return self._svc_monitors
+
+    @property
+    def ra(self) -> RaSender:
+        with self._build_lock:
+            if self._ra is None:
+                from controller.pinctrl.ra import RaSender
+                self._ra = RaSender(notify=self.service.wake)
+                self.service.add_periodic(self._ra)
+            return self._ra
+
+    @property
+    def bfd(self) -> BfdSessions:
+        with self._build_lock:
+            if self._bfd is None:
+                from controller.pinctrl import bfd_router
+                sessions = bfd_router.BfdSessions(notify_service=self.service.wake,
+                                                  notify_main=self.service.notify_main)
+                self.service.add_periodic(sessions)
+                bfd_router.attach(sessions)
+                self._bfd = sessions
+            return self._bfd
+
+    @property
+    def pd(self) -> PrefixDelegation:
+        with self._build_lock:
+            if self._pd is None:
+                from controller.pinctrl import prefix_delegation as pdmod
+                pd = pdmod.PrefixDelegation(notify_service=self.service.wake,
+                                            notify_main=self.service.notify_main,
+                                            also_inject=self._announcing)
+                self.service.add_periodic(pd)
+                pdmod.attach(pd)
+                self._pd = pd
+            return self._pd
+
+    @property
+    def mcast(self) -> McastSnoop:
+        with self._build_lock:
+            if self._mcast is None:
+                from controller.pinctrl import mcast as mcastmod
+                snoop = mcastmod.McastSnoop(notify_service=self.service.wake,
+                                            notify_main=self.service.notify_main)
+                self.service.add_periodic(snoop)
+                mcastmod.attach(snoop)
+                self._mcast = snoop
+            return self._mcast
+
+    def _announcing(self) -> bool:
+        """Periodic RAs or GARPs are being sent (PD's also_inject)."""
+        ra, garp = self._ra, self._garp
+        return bool((ra is not None and ra.ports()) or (garp is not None and garp.keys()))
 
     def run(self, target: str, sb: Any, idx: Any, chassis: Any,
             local_datapaths: Mapping[uuidlib.UUID, Any], br_int: Any = None,
@@ -156,8 +232,10 @@ class Pinctrl:
                                   tables.get("Controller_Event", {}).values())
             except Exception:       # a bug here must not take the agent down
                 log.exception("pinctrl SB writes failed; batch dropped")
-        if sb.has_table("Service_Monitor"):     # sync_svc_monitors
-            svc_rows = sb.table("Service_Monitor")
+        svc_rows = sb.table("Service_Monitor") if sb.has_table("Service_Monitor") else None
+        # sync_svc_monitors (no monitor table built while there is no row)
+        if svc_rows is not None and (svc_rows or self._svc_monitors is not None):
+            from controller.pinctrl.svc_monitor import monitor_specs
             svc_key = chassis.uuid if chassis is not None else None
             if svc_key != self._svc_key or tracker.reset \
                     or tracker.has_changes("Service_Monitor") or tracker.has_changes("Port_Binding"):
@@ -184,8 +262,11 @@ class Pinctrl:
             return
         t = sb.tracker
         rows = sb.table("BFD")
+        if not rows and self._bfd is None:      # no session can exist
+            return
         key = (chassis.uuid, active_tunnels)
         if key != self._bfd_key or t.reset or any(t.has_changes(n) for n in _BFD_TABLES):
+            from controller.pinctrl import bfd_router
             self._bfd_key = key
             self._bfd_specs = bfd_router.bfd_specs(rows.values(), chassis, idx.pb_by_name.get,
                                                    active_tunnels)
@@ -205,15 +286,27 @@ class Pinctrl:
             self._pd_key = key
             try:
                 # only ports of local datapaths can qualify: no scan of the whole table
-                local_pbs = (pb for u in local_datapaths for pb in idx.pbs_on_datapath(u))
-                self._pd_inputs = pd_inputs(local_pbs, chassis, idx.pb_by_name.get,
-                                            local_datapaths, active_tunnels) \
-                    if chassis is not None else PdInputs()
+                local_pbs = [pb for u in local_datapaths for pb in idx.pbs_on_datapath(u)]
+                if self._pd is None and (chassis is None or not any(
+                        "ipv6_prefix_delegation" in pb.options for pb in local_pbs)):
+                    self._pd_inputs = None      # no port asks: nothing to build
+                else:
+                    from controller.pinctrl.prefix_delegation import PdInputs, pd_inputs
+                    self._pd_inputs = pd_inputs(local_pbs, chassis, idx.pb_by_name.get,
+                                                local_datapaths, active_tunnels) \
+                        if chassis is not None else PdInputs()
             except Exception:
                 log.exception("IPv6 prefix delegation planning failed")
                 return
+        from_inputs = self._pd_inputs
+        if from_inputs is None:
+            if self._pd is None:
+                return
+            from controller.pinctrl.prefix_delegation import PdInputs
+            from_inputs = PdInputs()
+        from controller.pinctrl.prefix_delegation import write_pd_lists
         txn = sb.txn if chassis is not None else None
-        writes = self.pd.update(self._pd_inputs, _now_ms(), txn is not None)
+        writes = self.pd.update(from_inputs, _now_ms(), txn is not None)
         if writes and txn is not None:
             write_pd_lists(writes, idx.pb_by_name.get)
 
@@ -229,10 +322,21 @@ class Pinctrl:
         t = sb.tracker
         local = {int(ld.key): ld.datapath for ld in local_datapaths.values()}
         key = (chassis.uuid, frozenset(local))
-        if not (self.mcast.dirty or self._mcast_wrote or key != self._mcast_key or t.reset
-                or any(t.has_changes(n) for n in ("IP_Multicast", "IGMP_Group", "Port_Binding",
-                                                   "Datapath_Binding"))):
+        changed = key != self._mcast_key or t.reset or any(
+            t.has_changes(n) for n in ("IP_Multicast", "IGMP_Group", "Port_Binding",
+                                       "Datapath_Binding"))
+        if self._mcast is None:
+            if not changed:
+                return
+            if not sb.table("IGMP_Group") and not any(
+                    opt_first(r.enabled) for r in sb.table("IP_Multicast").values()):
+                # No snooping enabled and no group to clean: a snooping table
+                # would hold disabled entries only; none is built.
+                self._mcast_key = key
+                return
+        if not (self.mcast.dirty or self._mcast_wrote or changed):
             return
+        from controller.pinctrl.mcast import configs_from_rows
         self._mcast_key = key
 
         def lport(dp_key: int, port_key: int) -> Any:
@@ -258,9 +362,13 @@ class Pinctrl:
                 and not t.has_changes("Datapath_Binding"):
             return
         self._ra_key = key
+        pbs = sb.table("Port_Binding").values() \
+            if chassis is not None and sb.has_table("Port_Binding") else ()
+        if self._ra is None and not any("ipv6_ra_send_periodic" in pb.options for pb in pbs):
+            return                  # no port sends periodic RAs: no sender to build
+        from controller.pinctrl.ra import RaInputs, ra_inputs
         try:
-            inputs = ra_inputs(sb.table("Port_Binding").values(), idx.pb_by_name.get) \
-                if chassis is not None and sb.has_table("Port_Binding") else RaInputs()
+            inputs = ra_inputs(pbs, idx.pb_by_name.get) if pbs else RaInputs()
         except Exception:
             log.exception("IPv6 RA planning failed")
             return
@@ -281,6 +389,9 @@ class Pinctrl:
         # Everything announced hangs off a local datapath with a localnet port.
         with_localnet = any(getattr(ld, "localnet_port", None) is not None
                             for ld in local_datapaths.values())
+        if not with_localnet and self._garp is None:
+            return                  # nothing to announce: no announcer to build
+        from controller.pinctrl.garp import GarpInputs, garp_inputs
         vifs = []
         if br_int is not None and with_localnet:
             for port in br_int.ports:
