@@ -49,41 +49,74 @@ def deep_size(obj: Any, seen: set[int], stop: tuple[type, ...] = ()) -> int:
     """Bytes reachable from `obj` (see the design note for what is followed)."""
     total = 0
     todo = [obj]
+    getsizeof = sys.getsizeof
+    stopped: dict[type, bool] = {}       # type -> an instance of `stop`
     while todo:
         o = todo.pop()
-        if id(o) in seen or (stop and isinstance(o, stop)):
+        if id(o) in seen:
             continue
+        cls = type(o)
+        if stop:
+            is_stop = stopped.get(cls)
+            if is_stop is None:
+                is_stop = stopped[cls] = isinstance(o, stop)
+            if is_stop:
+                continue
         seen.add(id(o))
-        if isinstance(o, _LEAVES):
-            total += sys.getsizeof(o)
-        elif isinstance(o, _CONTAINERS):
-            total += sys.getsizeof(o)
+        kind = _KINDS.get(cls)
+        if kind is None:
+            kind = _KINDS[cls] = _kind_of(o)
+        if kind is _OWNED:
+            continue                      # someone else's object: not ours to count
+        total += getsizeof(o)
+        if kind is _LEAF:
+            continue
+        if kind is _SEQ:
             todo.extend(o)
-        elif isinstance(o, dict):
-            total += sys.getsizeof(o)
+        elif kind is _MAP:
             todo.extend(o.keys())
             todo.extend(o.values())
-        elif hasattr(o, "__dict__"):
-            continue                      # someone else's object: not ours to count
         else:
-            slots = _slots_of(type(o))
-            if not slots:
-                total += sys.getsizeof(o)
-                continue
-            total += sys.getsizeof(o)
-            for name in slots:
+            for name in kind:
                 v = getattr(o, name, None)
                 if v is not None:
                     todo.append(v)
     return total
 
 
+# How deep_size treats an object, by its type (computed once per type).
+_LEAF: tuple[str, ...] = ("<leaf>",)      # counted, nothing followed
+_SEQ: tuple[str, ...] = ("<seq>",)        # counted, items followed
+_MAP: tuple[str, ...] = ("<map>",)        # counted, keys and values followed
+_OWNED: tuple[str, ...] = ("<owned>",)    # has a __dict__: not counted
+_KINDS: dict[type, tuple[str, ...]] = {}   # else: the __slots__ names to follow
+
+
+def _kind_of(o: Any) -> tuple[str, ...]:
+    if isinstance(o, _LEAVES):
+        return _LEAF
+    if isinstance(o, _CONTAINERS):
+        return _SEQ
+    if isinstance(o, dict):
+        return _MAP
+    if hasattr(o, "__dict__"):
+        return _OWNED
+    return _slots_of(type(o)) or _LEAF
+
+
+# type -> its __slots__ names over the MRO (types do not change their slots)
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
 def _slots_of(cls: type) -> tuple[str, ...]:
-    names: list[str] = []
-    for klass in cls.__mro__:
-        s = klass.__dict__.get("__slots__", ())
-        names.extend((s,) if isinstance(s, str) else s)
-    return tuple(names)
+    names = _SLOTS.get(cls)
+    if names is None:
+        found: list[str] = []
+        for klass in cls.__mro__:
+            s = klass.__dict__.get("__slots__", ())
+            found.extend((s,) if isinstance(s, str) else s)
+        names = _SLOTS[cls] = tuple(found)
+    return names
 
 
 def sampled_size(entries: Iterable[Any], n: int, stop: tuple[type, ...] = (),
