@@ -57,11 +57,13 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+# First: defers what the libraries below import but a running agent rarely
+# uses (ssl, asyncio, pickle, datetime...: controller.lazy_modules.AGENT_DEFERRED)
+# before ovs.vlog, ovs.stream and structlog import them.
+import controller.lazy_modules  # noqa: F401
 import ovs.fatal_signal
 import ovs.util
 
-# First: defers ssl and asyncio before ovs.stream and structlog import them.
-import controller.lazy_modules  # noqa: F401
 from controller import dataclass_cache
 from controller import version, vlog
 from controller.ovsdb import stream_ssl

@@ -64,6 +64,10 @@ class DeferredModule(types.ModuleType):
     def __getattr__(self, attr: str) -> Any:
         # Only called for attributes the stand-in does not have yet.
         name = self.__name__
+        spec = self.__spec__
+        if attr == "__path__" and spec is not None and spec.submodule_search_locations is None:
+            # not a package (``from X import Y`` asks): nothing to load for that
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
         with _lock:
             if sys.modules.get(name) is self:
                 del sys.modules[name]
@@ -83,8 +87,18 @@ class _NoInstances:
     """A placeholder class: a type check against it is False for everything."""
 
 
+def _pickle_placeholders() -> dict[str, Any]:
+    # pickle's exception classes are _pickle's (pickle.py re-exports them)
+    try:
+        import _pickle
+    except ImportError:
+        return {}
+    return {"PicklingError": _pickle.PicklingError}
+
+
 # name -> {attribute: placeholder value} read without loading the module
-PLACEHOLDERS: dict[str, dict[str, Any]] = {"ssl": {"SSLSocket": _NoInstances}}
+PLACEHOLDERS: dict[str, dict[str, Any]] = {"ssl": {"SSLSocket": _NoInstances},
+                                           "pickle": _pickle_placeholders()}
 
 
 def defer(*names: str) -> list[str]:
@@ -119,7 +133,7 @@ def is_loaded(name: str) -> bool:
 
 
 # Deferred by importing this module (controller.cli does, before anything else).
-AGENT_DEFERRED = ("ssl", "asyncio")
+AGENT_DEFERRED = ("ssl", "asyncio", "pickle", "datetime", "queue", "sortedcontainers")
 DEFERRED = defer(*AGENT_DEFERRED)
 # Blocked by controller.cli.run_daemon, before it imports the daemon (not on
 # import: a test process keeps the library's parsers as they are).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -63,7 +64,31 @@ def test_the_agent_entry_point_does_not_load_ssl_or_asyncio() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "False", "True"]
-    assert set(lazy_modules.AGENT_DEFERRED) == {"ssl", "asyncio"}
+    assert {"ssl", "asyncio"} <= set(lazy_modules.AGENT_DEFERRED)
+
+
+def test_the_agent_command_leaves_the_deferred_modules_unloaded(tmp_path: Path) -> None:
+    """``python -m controller`` (its CLI imports ovs.vlog, logging.handlers and
+    structlog first thing) up to its first main-loop iteration."""
+    code = ("import sys, controller.cli, controller.daemon\n"
+            "from controller.lazy_modules import AGENT_DEFERRED, is_loaded\n"
+            "print(sorted(n for n in AGENT_DEFERRED if is_loaded(n)))\n"
+            "import pickle, structlog._output\n"
+            "print(structlog._output.PicklingError is pickle.PicklingError, is_loaded('pickle'))\n"
+            "print(pickle.dumps(1) == b'\\x80\\x04K\\x01.', is_loaded('pickle'))\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, check=True, timeout=120).stdout.split("\n")
+    assert out[:3] == ["[]", "True False", "True True"]
+    assert {"pickle", "datetime", "queue", "sortedcontainers"} <= set(lazy_modules.AGENT_DEFERRED)
+
+
+def test_from_import_of_a_placeholder_loads_nothing(fresh: None) -> None:
+    spec = importlib.util.find_spec(NAME)
+    sys.modules[NAME] = DeferredModule(NAME, spec, {"marker": 1})
+    from colorsys import marker  # type: ignore[attr-defined]
+    assert marker == 1 and not is_loaded(NAME)
+    assert not hasattr(sys.modules[NAME], "__path__") and not is_loaded(NAME)
 
 
 def test_placeholders_answer_without_loading(fresh: None) -> None:
