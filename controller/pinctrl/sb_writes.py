@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from controller.diag.coverage import COVERAGE, Coverage
 from controller.ovsdb.indexes import UniqueIndex
-from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache, dns_cache_from_sb
+from controller.pinctrl.dns_cache import EMPTY_DNS_CACHE, DnsCache, dns_cache_from_sb
 from controller.pinctrl.outcome import (
     ActivationIntent,
     EventIntent,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping, Protocol
 
-from controller.pinctrl.dns import EMPTY_DNS_CACHE, DnsCache
+from controller.pinctrl.dns_cache import EMPTY_DNS_CACHE, DnsCache
 
 __all__ = ["PortInfo", "LocalView", "LocalSnapshot", "EMPTY_VIEW"]
 
