@@ -23,6 +23,16 @@ periodic sender).
 delayed MAC binding, leftover work) and :meth:`Pinctrl.close` stops the
 thread.  Nothing here may take the agent down: a failing pass is logged
 (rate-limited) and the next iteration starts afresh.
+
+The periodic services and their modules are built on first use (issue 16:
+a small chassis needs none of them): GARP when a local datapath has a
+localnet port, RA when a Port_Binding asks for periodic RAs, BFD when there
+is a BFD row, PD when a local port asks for prefix delegation, IGMP when
+snooping is enabled on a datapath or IGMP_Group has rows, LB health checks
+when there is a Service_Monitor row; also before a packet-in of their
+opcode (``registry.prepare``) and when read as attributes.  Each skip is
+taken only where the service, had it been built, would have done nothing:
+its planner would give empty inputs and an empty service ignores them.
 """
 
 from __future__ import annotations
