@@ -5,9 +5,10 @@ Public API
 ``ActionTemplates()``: ``parse(text, pp)`` gives what
 ``parse_actions(text, pp)`` gives (a ``ParsedActions`` or an
 ``ActionError``), parsing only the first text of each shape and making the
-others from it; ``stats`` counts texts learnt from (``learnt``), made from a
-template (``hits``), of a shape that is not a template (``rejected``) and
-without constants to abstract (``plain``).
+others from it; ``stats`` counts texts that were the first of their shape
+(``first``), the second, learnt from (``learnt``), made from a template
+(``hits``), of a shape that is not a template (``rejected``) and without
+constants to abstract (``plain``).
 
 Design note
 -----------
@@ -150,6 +151,8 @@ def split_slots(text: str, memo: SlotMemo | None = None
                 ) -> tuple[tuple[str, ...], tuple[SlotKind, ...], list[Const]] | None:
     """(pieces around the slots, slot kinds, slot constants), or None if the
     text has no slot."""
+    if "=" not in text:
+        return None
     pieces, _, kinds, consts = _scan(text, {} if memo is None else memo)
     if not consts:
         return None
@@ -253,15 +256,20 @@ def _learn(text: str, consts: list[Const],
     return _Template(parsed.actions, parsed.prereqs)
 
 
+# A shape seen once: learnt from its second text (most shapes of a small
+# chassis are seen once, and learning costs a second lexing of the text).
+_ONCE = object()
+
+
 class ActionTemplates:
     """See the module docstring."""
 
     def __init__(self) -> None:
-        self._shapes: dict[ShapeKey, _Template | None] = {}
+        self._shapes: dict[ShapeKey, object] = {}     # _Template, None (not one), _ONCE
         # The parse parameters the keys refer to by id (kept alive here).
         self._params: dict[int, ParseParams] = {}
         self._slot_memo: SlotMemo = {}
-        self.stats = {"learnt": 0, "hits": 0, "rejected": 0, "plain": 0}
+        self.stats = {"learnt": 0, "hits": 0, "rejected": 0, "first": 0, "plain": 0}
 
     def parse(self, text: str, pp: ParseParams) -> ParsedActions | ActionError:
         split = split_slots(text, self._slot_memo)
@@ -270,15 +278,19 @@ class ActionTemplates:
             return parse_actions(text, pp)
         pieces, kinds, consts = split
         key = (pieces, kinds, id(pp))
-        if key in self._shapes:
-            tpl = self._shapes[key]
-            if tpl is not None:
-                self.stats["hits"] += 1
-                return tpl.instantiate(consts)
-            self.stats["rejected"] += 1
-            return parse_actions(text, pp)
-        self._params[id(pp)] = pp
+        shapes = self._shapes
+        tpl = shapes.get(key)
+        if type(tpl) is _Template:
+            self.stats["hits"] += 1
+            return tpl.instantiate(consts)
         parsed = parse_actions(text, pp)
-        tpl = self._shapes[key] = _learn(text, consts, parsed)
-        self.stats["learnt" if tpl is not None else "rejected"] += 1
+        if tpl is None and key not in shapes:
+            self._params[id(pp)] = pp
+            shapes[key] = _ONCE
+            self.stats["first"] += 1
+        elif tpl is _ONCE:
+            learnt = shapes[key] = _learn(text, consts, parsed)
+            self.stats["learnt" if learnt is not None else "rejected"] += 1
+        else:
+            self.stats["rejected"] += 1
         return parsed
