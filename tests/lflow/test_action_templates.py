@@ -103,3 +103,13 @@ def test_constants_that_are_not_loads_are_not_templated() -> None:
     assert split_slots('log(name="a = 1;"); next;') is None
     assert split_slots("reg0 == 1;") is None
     assert split_slots("reg0 != 1;") is None
+
+
+def test_shapes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.lflow.actions import templates
+    monkeypatch.setattr(templates, "_MAX_SHAPES", 3)
+    pp = ParseParams(symtab=SYMTAB, cur_ltable=5)
+    texts = [f"reg{r} = 10.0.0.{i}; next;" for r in range(6) for i in (1, 2, 3)]
+    tpls = _both(texts, pp)
+    assert len(tpls._shapes) <= 3
+    assert tpls.stats["hits"] == 6

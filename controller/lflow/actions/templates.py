@@ -13,9 +13,10 @@ constants to abstract (``plain``).
 Design note
 -----------
 Seed-500's 7,111 distinct (actions, pipeline, table) keys have 44 shapes in
-this sense, and 73 keys have no slot (measured with
-``benchmarks.parse_actions_texts``, 2026-12-02): the same ``eth.dst = MAC;
-outport = "PORT"; output;`` for every port.  A *slot* is the constant of
+this sense, 10 of which cover 7,004 keys, and 73 keys have no slot (measured
+with ``benchmarks.parse_actions_texts``, 2026-12-02): the same ``eth.dst =
+MAC; outport = "PORT"; output;`` for every port.  A shape is learnt from its
+second text, so shapes of one text cost only the scan.  A *slot* is the constant of
 ``FIELD = CONST;`` -- a constant token between an ``=`` and a ``;`` -- found
 in the text by a scan (``_SCAN_RE``) that steps over string literals and
 comments as the lexer does; its value, lexed alone, must be exactly one
@@ -259,6 +260,8 @@ def _learn(text: str, consts: list[Const],
 # A shape seen once: learnt from its second text (most shapes of a small
 # chassis are seen once, and learning costs a second lexing of the text).
 _ONCE = object()
+# Shapes kept at most (seed-500 has 44, 10 of them with more than one text).
+_MAX_SHAPES = 20000
 
 
 class ActionTemplates:
@@ -285,6 +288,9 @@ class ActionTemplates:
             return tpl.instantiate(consts)
         parsed = parse_actions(text, pp)
         if tpl is None and key not in shapes:
+            if len(shapes) >= _MAX_SHAPES:
+                shapes.clear()      # bounded: start again
+                self._params.clear()
             self._params[id(pp)] = pp
             shapes[key] = _ONCE
             self.stats["first"] += 1
