@@ -74,10 +74,10 @@ from controller.lflow.actions import (
     ParsedActions,
     ParseParams,
     encode_ovnacts,
-    parse_actions,
 )
 from controller.lflow.actions.base import NX_CTLR_NO_METER
 from controller.lflow.actions.dhcp_opts import DHCPV4_OPTIONS, DHCPV6_OPTIONS
+from controller.lflow.actions.templates import ActionTemplates
 from controller.lflow.cache import T_MATCHES, LflowCache
 from controller.lflow.conj_ids import ConjIds
 from controller.lflow.expr.annotate import annotate, evaluate_condition, simplify
@@ -562,7 +562,12 @@ class LflowCompiler:
             pp = self._parse_params[pkey] = ParseParams(
                 symtab=ctx.symtab, dhcp_opts=ctx.dhcp_opts, dhcpv6_opts=ctx.dhcpv6_opts,
                 pipeline=0 if ingress else 1, n_tables=C.LOG_PIPELINE_LEN, cur_ltable=table_id)
-        parsed = parse_actions(actions, pp)
+        # One parse per action-text shape (actions.templates), kept across
+        # clear_text_cache like the match templates.
+        tpls: ActionTemplates | None = getattr(self, "_action_templates", None)
+        if tpls is None:
+            tpls = self._action_templates = ActionTemplates()
+        parsed = tpls.parse(actions, pp)
         if isinstance(parsed, ActionError):
             entry = _Actions(None, f"error parsing actions \"{actions}\": {parsed}", False)
         else:
