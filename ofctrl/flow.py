@@ -49,12 +49,31 @@ def encode_actions_bytes(actions: Iterable[ActionLike]) -> bytes:
     return b"".join([a.encode() for a in actions])
 
 
+# Encoded instructions of recently encoded action tuples, by identity: the
+# compiler shares one actions tuple between all the flows of an lflow (and
+# across datapaths), so most flows of a put find theirs here.  An entry holds
+# its tuple, so the id cannot be reused while the entry exists; bounded
+# (emptied when full).
+_INSTRUCTIONS_MEMO: dict[int, tuple[tuple[Any, ...], bytes]] = {}
+_INSTRUCTIONS_MEMO_LIMIT = 4096
+
+
 def encode_instructions(actions: Sequence[ActionLike]) -> bytes:
     """The instruction list of a flow_mod: one APPLY_ACTIONS, or nothing for drop."""
     if not actions:
         return b""
-    body = encode_actions_bytes(actions)
-    return _INSTRUCTION_HDR.pack(_OFPIT_APPLY_ACTIONS, 8 + len(body)) + body
+    memo = _INSTRUCTIONS_MEMO
+    if type(actions) is tuple:
+        hit = memo.get(id(actions))
+        if hit is not None and hit[0] is actions:
+            return hit[1]
+    body = b"".join([a.encode() for a in actions])
+    out = _INSTRUCTION_HDR.pack(_OFPIT_APPLY_ACTIONS, 8 + len(body)) + body
+    if type(actions) is tuple:
+        if len(memo) >= _INSTRUCTIONS_MEMO_LIMIT:
+            memo.clear()
+        memo[id(actions)] = (actions, out)
+    return out
 
 
 def is_conjunction(action: object) -> bool:
