@@ -49,30 +49,26 @@ def encode_actions_bytes(actions: Iterable[ActionLike]) -> bytes:
     return b"".join([a.encode() for a in actions])
 
 
-# Encoded instructions of recently encoded action tuples, by identity: the
-# compiler shares one actions tuple between all the flows of an lflow (and
-# across datapaths), so most flows of a put find theirs here.  An entry holds
-# its tuple, so the id cannot be reused while the entry exists; bounded
-# (emptied when full).
-_INSTRUCTIONS_MEMO: dict[int, tuple[tuple[Any, ...], bytes]] = {}
-_INSTRUCTIONS_MEMO_LIMIT = 4096
+# The last actions tuple encoded and its instructions: the compiler shares
+# one actions tuple between all the flows of an lflow (across datapaths
+# too), and a put walks those flows one after the other, so most flows reuse
+# the previous flow's encoding (seed-500: 84% of 155k flows).  The entry
+# holds its tuple, so the identity test cannot be fooled by a reused id.
+_last_instructions: tuple[tuple[Any, ...], bytes] = ((), b"")
 
 
 def encode_instructions(actions: Sequence[ActionLike]) -> bytes:
     """The instruction list of a flow_mod: one APPLY_ACTIONS, or nothing for drop."""
+    global _last_instructions
     if not actions:
         return b""
-    memo = _INSTRUCTIONS_MEMO
-    if type(actions) is tuple:
-        hit = memo.get(id(actions))
-        if hit is not None and hit[0] is actions:
-            return hit[1]
+    last = _last_instructions
+    if last[0] is actions:
+        return last[1]
     body = b"".join([a.encode() for a in actions])
     out = _INSTRUCTION_HDR.pack(_OFPIT_APPLY_ACTIONS, 8 + len(body)) + body
     if type(actions) is tuple:
-        if len(memo) >= _INSTRUCTIONS_MEMO_LIMIT:
-            memo.clear()
-        memo[id(actions)] = (actions, out)
+        _last_instructions = (actions, out)
     return out
 
 
