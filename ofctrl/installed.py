@@ -149,17 +149,28 @@ def _modify(i: InstalledFlow, d: Flow, emit: Emit) -> None:
 def update_by_compare(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit) -> None:
     """Full diff of `desired` against `installed` (no tracked changes)."""
     assert not desired.tracked
+    desired_by_key = desired.by_key
     for i in list(installed):
-        i.unlink_all()
-        d = desired.lookup(i.flow)
+        if i.refs:
+            i.unlink_all()
+        old = i.flow
+        cur = desired_by_key.get(old.key_hash)
+        if cur is None:
+            d = None
+        elif type(cur) is DesiredFlow:      # one desired flow with that hash: inlined lookup
+            d = cur if cur.flow.same_key(old) else None  # type: ignore[union-attr]
+        else:
+            d = desired.lookup(old)
         if d is None:
-            emit(OFPFC_DELETE_STRICT, i.flow)
+            emit(OFPFC_DELETE_STRICT, old)
             installed.remove(i)
         else:
             f = d.flow
-            if f is not i.flow and (f.cookie != i.flow.cookie or f.actions != i.flow.actions):
+            if f is not old and (f.cookie != old.cookie
+                                 or (f.actions is not old.actions and f.actions != old.actions)):
                 _modify(i, f, emit)
-            i.link(d)
+            i.refs = [d]                    # i.link(d): refs were just emptied
+            d.installed = i
     by_key = installed.by_key
     for d in desired:
         if d.installed is not None:
