@@ -28,7 +28,7 @@ from typing import Any, Callable, Hashable, Iterable, Iterator, Protocol
 
 import structlog
 
-from ofctrl.flow import Flow, is_conjunction
+from ofctrl.flow import Flow
 from ofctrl.ofpacts import Conjunction as _Conjunction
 
 log = structlog.get_logger("ofctrl.desired")
@@ -47,7 +47,8 @@ def flow_rank(actions: tuple[Any, ...]) -> int:
         return RANK_DROP
     conj = _Conjunction
     for a in actions:
-        if type(a) is conj or is_conjunction(a):
+        t = type(a)
+        if t is conj or t.__name__ == "Conjunction":    # is_conjunction(), inlined
             return RANK_CONJ
     return RANK_ALLOW
 
@@ -81,6 +82,9 @@ class DesiredFlow:
 
     def __repr__(self) -> str:
         return "DesiredFlow(%r, owners=%r)" % (self.flow, self.owners)
+
+
+_new_desired = object.__new__
 
 
 class DesiredFlowTable:
@@ -213,7 +217,21 @@ class DesiredFlowTable:
                     if log_duplicate:
                         log.debug("dropping duplicate flow", flow=flow)
                     return None
-        d = DesiredFlow(flow)
+        d = _new_desired(DesiredFlow)      # DesiredFlow(flow), inlined
+        d.flow = flow
+        d.installed = None
+        d.deleted = False
+        d.as_refs = None
+        actions = flow.actions
+        if not actions:
+            d.rank = RANK_DROP
+        else:
+            d.rank = RANK_ALLOW
+            for a in actions:
+                t = type(a)
+                if t is _Conjunction or t.__name__ == "Conjunction":
+                    d.rank = RANK_CONJ
+                    break
         if cur is None:
             by_key[h] = d
         elif type(cur) is DesiredFlow:

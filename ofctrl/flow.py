@@ -49,12 +49,27 @@ def encode_actions_bytes(actions: Iterable[ActionLike]) -> bytes:
     return b"".join([a.encode() for a in actions])
 
 
+# The last actions tuple encoded and its instructions: the compiler shares
+# one actions tuple between all the flows of an lflow (across datapaths
+# too), and a put walks those flows one after the other, so most flows reuse
+# the previous flow's encoding (seed-500: 84% of 155k flows).  The entry
+# holds its tuple, so the identity test cannot be fooled by a reused id.
+_last_instructions: tuple[tuple[Any, ...], bytes] = ((), b"")
+
+
 def encode_instructions(actions: Sequence[ActionLike]) -> bytes:
     """The instruction list of a flow_mod: one APPLY_ACTIONS, or nothing for drop."""
+    global _last_instructions
     if not actions:
         return b""
-    body = encode_actions_bytes(actions)
-    return _INSTRUCTION_HDR.pack(_OFPIT_APPLY_ACTIONS, 8 + len(body)) + body
+    last = _last_instructions
+    if last[0] is actions:
+        return last[1]
+    body = b"".join([a.encode() for a in actions])
+    out = _INSTRUCTION_HDR.pack(_OFPIT_APPLY_ACTIONS, 8 + len(body)) + body
+    if type(actions) is tuple:
+        _last_instructions = (actions, out)
+    return out
 
 
 def is_conjunction(action: object) -> bool:

@@ -35,9 +35,14 @@ Emit = Callable[[int, Flow], None]
 class InstalledFlow:
     __slots__ = ("flow", "refs")
 
-    def __init__(self, flow: Flow) -> None:
+    def __init__(self, flow: Flow, first: DesiredFlow | None = None) -> None:
+        """`first`, if given, is linked as the only (so active) desired flow."""
         self.flow = flow
-        self.refs: list[DesiredFlow] = []
+        if first is None:
+            self.refs: list[DesiredFlow] = []
+        else:
+            self.refs = [first]
+            first.installed = self
 
     def active(self) -> DesiredFlow | None:
         return self.refs[0] if self.refs else None
@@ -144,28 +149,45 @@ def _modify(i: InstalledFlow, d: Flow, emit: Emit) -> None:
 def update_by_compare(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit) -> None:
     """Full diff of `desired` against `installed` (no tracked changes)."""
     assert not desired.tracked
+    desired_by_key = desired.by_key
     for i in list(installed):
-        i.unlink_all()
-        d = desired.lookup(i.flow)
+        if i.refs:
+            i.unlink_all()
+        old = i.flow
+        cur = desired_by_key.get(old.key_hash)
+        if cur is None:
+            d = None
+        elif type(cur) is DesiredFlow:      # one desired flow with that hash: inlined lookup
+            d = cur if cur.flow.same_key(old) else None  # type: ignore[union-attr]
+        else:
+            d = desired.lookup(old)
         if d is None:
-            emit(OFPFC_DELETE_STRICT, i.flow)
+            emit(OFPFC_DELETE_STRICT, old)
             installed.remove(i)
         else:
             f = d.flow
-            if f is not i.flow and (f.cookie != i.flow.cookie or f.actions != i.flow.actions):
+            if f is not old and (f.cookie != old.cookie
+                                 or (f.actions is not old.actions and f.actions != old.actions)):
                 _modify(i, f, emit)
-            i.link(d)
+            i.refs = [d]                    # i.link(d): refs were just emptied
+            d.installed = i
+    by_key = installed.by_key
     for d in desired:
         if d.installed is not None:
             continue
-        i2 = installed.lookup(d.flow)
+        f = d.flow
+        h = f.key_hash
+        if h not in by_key:             # the common case: a new key, inlined
+            emit(OFPFC_ADD, f)
+            by_key[h] = InstalledFlow(f, d)
+            installed.n_flows += 1
+            continue
+        i2 = installed.lookup(f)
         if i2 is None:
-            emit(OFPFC_ADD, d.flow)
-            i2 = InstalledFlow(d.flow)
-            installed.insert(i2)
-            i2.link(d)
+            emit(OFPFC_ADD, f)
+            installed.insert(InstalledFlow(f, d))
         elif i2.link(d):
-            _modify(i2, d.flow, emit)
+            _modify(i2, f, emit)
 
 
 def _merge_tracked(desired: DesiredFlowTable) -> None:
@@ -175,6 +197,8 @@ def _merge_tracked(desired: DesiredFlowTable) -> None:
     for f in list(tracked):
         if f.deleted:
             deleted.setdefault(f.flow.key_hash, []).append(f)
+            continue
+        if not deleted:                 # no deletion before this addition
             continue
         cands = deleted.get(f.flow.key_hash)
         if not cands:
@@ -202,6 +226,7 @@ def update_by_track(desired: DesiredFlowTable, installed: InstalledFlowTable, em
     _merge_tracked(desired)
     tracked = desired.tracked
     desired.tracked = {}
+    by_key = installed.by_key
     for f in tracked:
         if f.deleted:
             i = f.installed
@@ -215,13 +240,18 @@ def update_by_track(desired: DesiredFlowTable, installed: InstalledFlowTable, em
             elif was_active:
                 _modify(i, d.flow, emit)
             continue
-        i = installed.lookup(f.flow)
+        flow = f.flow
+        h = flow.key_hash
+        if h not in by_key:             # the common case: a new key, inlined
+            emit(OFPFC_ADD, flow)
+            by_key[h] = InstalledFlow(flow, f)
+            installed.n_flows += 1
+            continue
+        i = installed.lookup(flow)
         if i is None:
-            emit(OFPFC_ADD, f.flow)
-            i = InstalledFlow(f.flow)
-            installed.insert(i)
-            i.link(f)
-        elif i.active() is f:
+            emit(OFPFC_ADD, flow)
+            installed.insert(InstalledFlow(flow, f))
+        elif i.refs and i.refs[0] is f:
             _modify(i, f.flow, emit)
         elif f.installed is None:
             if i.link(f):
@@ -236,11 +266,19 @@ def add_new(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit
     (see the design note)."""
     tracked = desired.tracked
     lookup = installed.lookup
+    by_key = installed.by_key
     for f in list(candidates):
-        if not f.owners or f.deleted or f.installed is not None or lookup(f.flow) is not None:
+        if not f.owners or f.deleted or f.installed is not None:
             continue
-        emit(OFPFC_ADD, f.flow)
-        i = InstalledFlow(f.flow)
-        installed.insert(i)
-        i.link(f)
+        flow = f.flow
+        h = flow.key_hash
+        if h not in by_key:             # the common case: a new key, inlined
+            emit(OFPFC_ADD, flow)
+            by_key[h] = InstalledFlow(flow, f)
+            installed.n_flows += 1
+        elif lookup(flow) is not None:
+            continue
+        else:
+            emit(OFPFC_ADD, flow)
+            installed.insert(InstalledFlow(flow, f))
         tracked.pop(f, None)

@@ -44,7 +44,7 @@ from ofctrl.fields import (
     parse_value,
     port_from_ofp11,
 )
-from ofctrl.oxm import OxmError, decode_oxms, encode_match_items
+from ofctrl.oxm import OxmError, decode_oxms, encode_match_items, encode_ofp_match
 
 __all__ = ["Match", "MatchError"]
 
@@ -121,26 +121,43 @@ class Match:
     _hash: int
 
     def __init__(self, items: Iterable[tuple[str, int, int | None]] = ()) -> None:
+        # Hot path (the compiler builds a Match per expression conjunct):
+        # exact or all-ones-masked plain fields are stored inline, an input
+        # item tuple is reused when it is already canonical, and items that
+        # arrive in canonical order are not sorted again.
         d: dict[int, Item] = {}            # rank -> item
         special: list[tuple[str, int, int | None]] | None = None
         plain = _PLAIN
-        for name, value, mask in items:
+        last = -1
+        ordered = True
+        for item in items:
+            name, value, mask = item
             spec = plain.get(name)
             if spec is None:
                 if special is None:
                     special = []
                 special.append((name, value, mask))
-            elif mask is None and 0 <= value <= spec[0]:
-                d[spec[2]] = (name, value, None)
-            else:
-                _store(d, name, spec, value, mask)
+                continue
+            rank = spec[2]
+            if rank <= last:
+                ordered = False
+            last = rank
+            if 0 <= value <= spec[0]:
+                if mask is None:
+                    d[rank] = item if type(item) is tuple else (name, value, None)
+                    continue
+                if mask == spec[0]:
+                    d[rank] = (name, value, None)
+                    continue
+            _store(d, name, spec, value, mask)
         if special is not None:
+            ordered = False
             for name, value, mask in special:
                 _store_special(d, name, value, mask)
-        if len(d) > 1:
-            self.items = tuple([d[r] for r in sorted(d)])
-        else:
+        if ordered or len(d) < 2:
             self.items = tuple(d.values())
+        else:
+            self.items = tuple([d[r] for r in sorted(d)])
         self._hash = hash(self.items)
 
     # -- value-object protocol -------------------------------------------------
@@ -237,10 +254,10 @@ class Match:
 
     def encode(self) -> bytes:
         """OF1.5 ``ofp_match``: type OXM (1), length, OXM TLVs, zero padding to 8."""
-        body = self.encode_oxms()
-        length = 4 + len(body)
-        return (b"\x00\x01" + length.to_bytes(2, "big") + body
-                + b"\x00" * ((-length) & 7))
+        try:
+            return encode_ofp_match(self.items)
+        except OxmError as e:
+            raise MatchError(str(e)) from e
 
     @classmethod
     def decode(cls, data: bytes) -> Match:

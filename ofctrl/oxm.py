@@ -24,6 +24,7 @@ __all__ = [
     "decode_header",
     "decode_oxms",
     "encode_match_items",
+    "encode_ofp_match",
     "OxmError",
 ]
 
@@ -161,74 +162,134 @@ _VLAN_PCP_HDR = header_bytes(FIELDS["vlan_pcp"], False)
 _DSCP_HDR = header_bytes(FIELDS["ip_dscp"], False)
 
 
-def _flush_xregs(out: list[bytes], regs: dict[int, tuple[int, int | None]]) -> None:
+# Encoded bytes of single items (every kind but registers) and of xreg
+# register pairs, keyed by the item tuples themselves: flows repeat the same
+# items (metadata, eth_type, reg14...) over and over, and one dict lookup is
+# cheaper than re-encoding.  Bounded: emptied when full.
+_ITEM_CACHE: dict[tuple[str, int, int | None], bytes] = {}
+_XREG_CACHE: dict[tuple[int, object, object], bytes] = {}
+_CACHE_LIMIT = 1 << 15
+
+
+def _encode_item(name: str, value: int, mask: int | None) -> bytes:
+    """One non-register item's TLV(s) (see the module notes above)."""
+    spec = _ENC.get(name)
+    if spec is None:
+        raise OxmError("field %s has no OpenFlow 1.5 encoding" % name)
+    kind = spec[0]
+    if kind == _K_PLAIN:
+        width = spec[3]
+        if mask is None:
+            return spec[1] + value.to_bytes(width, "big")
+        return spec[2] + value.to_bytes(width, "big") + mask.to_bytes(width, "big")
+    if kind == _K_IN_PORT:
+        return _IN_PORT_HDR + port_to_ofp11(value).to_bytes(4, "big")
+    if kind == _K_VLAN:
+        out = b""
+        tmask = 0xFFFF if mask is None else mask
+        vid, vmask = value & 0x1FFF, tmask & 0x1FFF
+        if vmask == 0x1FFF:
+            out = _VLAN_VID_HDR + vid.to_bytes(2, "big")
+        elif vmask:
+            out = _VLAN_VID_HDR_W + vid.to_bytes(2, "big") + vmask.to_bytes(2, "big")
+        if vid and tmask & 0xE000:
+            out += _VLAN_PCP_HDR + bytes((value >> 13,))
+        return out
+    if kind == _K_TOS:
+        return _DSCP_HDR + bytes(((value & 0xFC) >> 2,))
+    if kind == _K_NARROW:
+        # OVS keeps fewer bits than the OXM carries, so even an exact
+        # match goes out masked with just those bits.
+        width = spec[3]
+        m = _NARROW_MASK[name] if mask is None else mask
+        return spec[2] + value.to_bytes(width, "big") + m.to_bytes(width, "big")
+    # tunnel metadata: width of OVN's TLV mapping
+    f = FIELDS[name]
+    width = max(_TUN_METADATA_WIDTH, (max(value, mask or 0).bit_length() + 7) // 8)
+    if mask is None:
+        return header_bytes(f, False, width) + value.to_bytes(width, "big")
+    return (header_bytes(f, True, width) + value.to_bytes(width, "big")
+            + mask.to_bytes(width, "big"))
+
+
+def _flush_xregs(out: list[bytes], regs: dict[int, tuple[str, int, int | None]]) -> None:
+    """The xreg TLVs of the 32-bit register items collected in ``regs``
+    (register number -> item), in xreg order; empties ``regs``."""
+    cache = _XREG_CACHE
     for x in sorted({r >> 1 for r in regs}):
         hi = regs.get(2 * x)
         lo = regs.get(2 * x + 1)
-        value = mask = 0
-        if hi is not None:
-            value |= hi[0] << 32
-            mask |= (0xFFFFFFFF if hi[1] is None else hi[1]) << 32
-        if lo is not None:
-            value |= lo[0]
-            mask |= 0xFFFFFFFF if lo[1] is None else lo[1]
-        if mask == 0xFFFFFFFFFFFFFFFF:
-            out.append(_XREG_HDR[x] + value.to_bytes(8, "big"))
-        else:
-            out.append(_XREG_HDR_W[x] + value.to_bytes(8, "big") + mask.to_bytes(8, "big"))
+        key = (x, hi, lo)
+        b = cache.get(key)
+        if b is None:
+            b = _encode_xreg(x, hi, lo)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[key] = b
+        out.append(b)
     regs.clear()
+
+
+def _encode_xreg(x: int, hi: tuple[str, int, int | None] | None,
+                 lo: tuple[str, int, int | None] | None) -> bytes:
+    value = mask = 0
+    if hi is not None:
+        value |= hi[1] << 32
+        mask |= (0xFFFFFFFF if hi[2] is None else hi[2]) << 32
+    if lo is not None:
+        value |= lo[1]
+        mask |= 0xFFFFFFFF if lo[2] is None else lo[2]
+    if mask == 0xFFFFFFFFFFFFFFFF:
+        return _XREG_HDR[x] + value.to_bytes(8, "big")
+    return _XREG_HDR_W[x] + value.to_bytes(8, "big") + mask.to_bytes(8, "big")
+
+
+_REG_NUMBER = {"reg%d" % i: i for i in range(16)}
 
 
 def encode_match_items(items: Iterable[tuple[str, int, int | None]]) -> bytes:
     """OXM TLVs (no ofp_match header) for already-normalised match items."""
     out: list[bytes] = []
-    regs: dict[int, tuple[int, int | None]] = {}
-    enc = _ENC
-    for name, value, mask in items:
-        spec = enc.get(name)
-        if spec is None:
-            raise OxmError("field %s has no OpenFlow 1.5 encoding" % name)
-        kind = spec[0]
-        if kind != _K_REG and regs:
+    regs: dict[int, tuple[str, int, int | None]] | None = None
+    cache = _ITEM_CACHE
+    get = cache.get
+    for item in items:
+        b = get(item)
+        if b is None:
+            r = _REG_NUMBER.get(item[0])
+            if r is not None:
+                if regs is None:
+                    regs = {}
+                regs[r] = item
+                continue
+            b = _encode_item(*item)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[item] = b
+        if regs:
             _flush_xregs(out, regs)
-        if kind == _K_PLAIN:
-            width = spec[3]
-            if mask is None:
-                out.append(spec[1] + value.to_bytes(width, "big"))
-            else:
-                out.append(spec[2] + value.to_bytes(width, "big") + mask.to_bytes(width, "big"))
-        elif kind == _K_REG:
-            regs[int(name[3:])] = (value, mask)
-        elif kind == _K_IN_PORT:
-            out.append(_IN_PORT_HDR + port_to_ofp11(value).to_bytes(4, "big"))
-        elif kind == _K_VLAN:
-            tmask = 0xFFFF if mask is None else mask
-            vid, vmask = value & 0x1FFF, tmask & 0x1FFF
-            if vmask == 0x1FFF:
-                out.append(_VLAN_VID_HDR + vid.to_bytes(2, "big"))
-            elif vmask:
-                out.append(_VLAN_VID_HDR_W + vid.to_bytes(2, "big") + vmask.to_bytes(2, "big"))
-            if vid and tmask & 0xE000:
-                out.append(_VLAN_PCP_HDR + bytes((value >> 13,)))
-        elif kind == _K_TOS:
-            out.append(_DSCP_HDR + bytes(((value & 0xFC) >> 2,)))
-        elif kind == _K_NARROW:
-            # OVS keeps fewer bits than the OXM carries, so even an exact
-            # match goes out masked with just those bits.
-            width = spec[3]
-            m = _NARROW_MASK[name] if mask is None else mask
-            out.append(spec[2] + value.to_bytes(width, "big") + m.to_bytes(width, "big"))
-        else:  # tunnel metadata: width of OVN's TLV mapping
-            f = FIELDS[name]
-            width = max(_TUN_METADATA_WIDTH, (max(value, mask or 0).bit_length() + 7) // 8)
-            if mask is None:
-                out.append(header_bytes(f, False, width) + value.to_bytes(width, "big"))
-            else:
-                out.append(header_bytes(f, True, width) + value.to_bytes(width, "big")
-                           + mask.to_bytes(width, "big"))
+        out.append(b)
     if regs:
         _flush_xregs(out, regs)
     return b"".join(out)
+
+
+# ofp_match header (type OXM, length) and zero padding, by TLV bytes length.
+_OFP_MATCH_FRAME: list[tuple[bytes, bytes]] = [
+    (b"\x00\x01" + (4 + n).to_bytes(2, "big"), b"\x00" * ((-(4 + n)) & 7))
+    for n in range(1024)]
+
+
+def encode_ofp_match(items: Iterable[tuple[str, int, int | None]]) -> bytes:
+    """OF1.5 ``ofp_match`` for already-normalised match items: type OXM (1),
+    length, the OXM TLVs, zero padding to a multiple of 8."""
+    body = encode_match_items(items)
+    n = len(body)
+    if n < 1024:
+        hdr, pad = _OFP_MATCH_FRAME[n]
+    else:
+        hdr, pad = b"\x00\x01" + (4 + n).to_bytes(2, "big"), b"\x00" * ((-(4 + n)) & 7)
+    return hdr + body + pad
 
 
 # Warm the cache for the common fields.

@@ -82,3 +82,18 @@ def test_to_string() -> None:
     f = Flow(8, 50, Match([("reg14", 5, None), ("metadata", 1, None)]), (Resubmit(table=9),), 0x1A)
     assert f.to_string() == "cookie=0x1a, table=8, priority=50,reg14=0x5,metadata=0x1 actions=resubmit(,9)"
     assert Flow(0, 0, Match()).to_string() == "table=0, priority=0 actions=drop"
+
+
+def test_instructions_memo_is_keyed_by_the_tuple_itself() -> None:
+    """The last-tuple memo of encode_instructions never answers for another
+    tuple: fresh tuples (whose ids are reused once the old ones die) and
+    interleaved ones all encode to what their actions encode to."""
+    keep = (Resubmit(table=9), Output(3))
+    for k in range(5000):
+        acts = (Resubmit(table=k % 250), Output(k % 60000 + 1))
+        expected = ofp_instructions(list(acts))
+        assert encode_instructions(acts) == expected
+        assert encode_instructions(acts) == expected          # the memo hit
+        assert encode_instructions(list(acts)) == expected    # lists are not memoised
+        if k % 7 == 0:
+            assert encode_instructions(keep) == ofp_instructions(list(keep))
