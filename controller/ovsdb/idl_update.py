@@ -105,7 +105,47 @@ def _atom_parser(base: Any) -> Callable[[Any], Any] | None:
     return None
 
 
+def _scalar_parser(ctype: Any, general: _Parser) -> _Parser:
+    """A required single string, integer or UUID (most columns): the datum
+    made in one step, anything else to `general`."""
+    base = ctype.key
+    atype = base.type
+    if base.enum is not None:
+        return general
+    if atype == ovs.db.types.StringType:
+        lo_len, hi_len = base.min_length, base.max_length
+
+        def string(j: Any) -> Any:
+            if type(j) is str and lo_len <= len(j) <= hi_len:
+                return Datum(ctype, {Atom(atype, j): None})
+            return general(j)
+        return string
+    if atype == ovs.db.types.IntegerType:
+        lo = float("-inf") if base.min is None else base.min
+        hi = float("inf") if base.max is None else base.max
+
+        def integer(j: Any) -> Any:
+            if type(j) is int and lo <= j <= hi:
+                return Datum(ctype, {Atom(atype, j): None})
+            return general(j)
+        return integer
+    if atype == ovs.db.types.UuidType:
+        def uuid_datum(j: Any) -> Any:
+            if type(j) is list and len(j) == 2 and j[0] == "uuid":
+                return Datum(ctype, {Atom(atype, _uuid_from_json(j)): None})
+            return general(j)
+        return uuid_datum
+    return general
+
+
 def _build_parser(ctype: Any) -> _Parser:
+    general = _build_general_parser(ctype)
+    if ctype.is_scalar():
+        return _scalar_parser(ctype, general)
+    return general
+
+
+def _build_general_parser(ctype: Any) -> _Parser:
     key = _atom_parser(ctype.key)
     value = _atom_parser(ctype.value) if ctype.value is not None else None
     if key is None or (ctype.value is not None and value is None):
@@ -159,6 +199,15 @@ def _column_entry(column: Any) -> tuple[Any, _Parser, dict[Any, Any]]:
     return entry
 
 
+def _table_entries(table: Any) -> dict[str, tuple[Any, _Parser, dict[Any, Any]]]:
+    """column name -> _column_entry of `table` (an ``IdlTable``; kept on it)."""
+    entries: dict[str, Any] | None = table.__dict__.get("_fastpath_updates")
+    if entries is None:
+        entries = {name: _column_entry(c) for name, c in table.columns.items()}
+        table._fastpath_updates = entries
+    return entries
+
+
 def parse_datum(column: Any, datum_json: Any) -> Any:
     """``Datum.from_json(column.type, datum_json)``, faster."""
     return _column_entry(column)[1](datum_json)
@@ -168,15 +217,16 @@ def row_update(idl: Any, table: Any, row: Any, row_json: dict[str, Any]) -> bool
     """``Idl.__row_update``: apply the column values of `row_json` to `row`;
     True when a column with alerts changed."""
     changed = False
-    columns = table.columns
+    entries = table.__dict__.get("_fastpath_updates") or _table_entries(table)
     data = row._data
+    row_dict = row.__dict__
     defaults_dict = type(data) is _DefaultDict
     for column_name, datum_json in row_json.items():
-        column = columns.get(column_name)
-        if not column:
+        entry = entries.get(column_name)
+        if entry is None:
             _vlog.warn("unknown column %s updating table %s" % (column_name, table.name))
             continue
-        _, parse, default_values = _column_entry(column)
+        column, parse, default_values = entry
         try:
             datum = parse(datum_json)
         except ovs.db.error.Error as e:
@@ -193,6 +243,7 @@ def row_update(idl: Any, table: Any, row: Any, row_json: dict[str, Any]) -> bool
         elif datum == current:
             continue
         data[column_name] = datum
+        row_dict.pop(column_name, None)     # a kept Python value (idl_fastpath)
         if column.alert:
             changed = True
     return changed
@@ -204,6 +255,7 @@ def apply_diff(idl: Any, table: Any, row: Any, row_diff: dict[str, Any]) -> dict
     old_row = {}
     columns = table.columns
     data = row._data
+    row_dict = row.__dict__
     for column_name, datum_diff_json in row_diff.items():
         column = columns.get(column_name)
         if not column:
@@ -221,6 +273,7 @@ def apply_diff(idl: Any, table: Any, row: Any, row_diff: dict[str, Any]) -> dict
         datum = data[column_name].diff(datum_diff)
         if datum != data[column_name]:
             data[column_name] = datum
+        row_dict.pop(column_name, None)     # a kept Python value (idl_fastpath)
     return old_row
 
 
