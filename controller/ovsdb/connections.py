@@ -181,10 +181,6 @@ def _split_update(table_updates: dict[str, Any], rows: int) -> list[dict[str, An
 class TrackedIdl(ovs.db.idl.Idl):  # type: ignore[misc]
     """An IDL whose row notifications are collected into a ChangeTracker."""
 
-    # Rows may keep converted scalar values (controller.ovsdb.idl_fastpath):
-    # every change of their committed data goes through idl_update here.
-    keeps_row_values = True
-
     def __init__(self, remote: str, helper: ovs.db.idl.SchemaHelper,
                  tracker: ChangeTracker, probe_interval: int | None = None,
                  leader_only: bool = False) -> None:

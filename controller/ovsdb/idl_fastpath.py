@@ -29,24 +29,8 @@ same values without the round trip:
   columns are applied to that result exactly as the library does (inserts
   added, then removes dropped; a map key both inserted and removed stays).
 
-Rows of an IDL that declares ``keeps_row_values`` (the agent's
-:class:`controller.ovsdb.connections.TrackedIdl`, whose row updates all go
-through ``controller.ovsdb.idl_update``) also keep the value of a scalar
-column without references in the row's ``__dict__`` once read outside a
-transaction, so that later reads of it are plain attribute lookups that never
-reach ``__getattr__`` (about 0.3 KiB per row whose scalars are read).  The
-value is dropped whenever it could differ from what ``__getattr__`` would
-return: a row update or diff of that column (``idl_update``), a write in a
-transaction (``Row.__setattr__``, after which the pending change is read),
-``Row.delete`` (a deleted row fails reads, as in the library) and a fetch
-reply (``Transaction._process_reply``); :func:`install` wraps those three
-methods.  Values of mutable types (lists, dicts) and references (the row
-object of a reference changes when that row is deleted or inserted again)
-are never kept, nor a column named like an attribute of ``Row``.
-
 The result equals what the original method returns (checked against it by
-``tests/agent/test_idl_fastpath.py`` on every column type of the SB schema;
-kept values by ``tests/agent/test_idl_kept_values.py``).
+``tests/agent/test_idl_fastpath.py`` on every column type of the SB schema).
 """
 
 from __future__ import annotations
@@ -64,13 +48,6 @@ _DefaultDict = ovs.db.idl.ColumnDefaultDict
 _IndexedRows = ovs.db.custom_index.IndexedRows
 _ORIGINAL: Callable[[Any, str], Any] = ovs.db.idl.Row.__getattr__
 _CONVERTERS: dict[int, tuple[Any, _Converter, bool]] = {}
-_ROW_SETATTR: Callable[[Any, str, Any], None] = ovs.db.idl.Row.__setattr__
-_ROW_DELETE: Callable[[Any], None] = ovs.db.idl.Row.delete
-_TXN_PROCESS_REPLY: Callable[[Any, Any], Any] = ovs.db.idl.Transaction._process_reply
-# What Row.__init__ keeps in a row's __dict__ (everything else there is a
-# kept column value).
-_ROW_SLOTS = frozenset(("uuid", "_idl", "_table", "_data", "_changes", "_mutations",
-                        "_prereqs", "_persist_uuid"))
 
 
 def _rows_get(rows: Any) -> Callable[[Any], Any]:
@@ -164,7 +141,7 @@ def _apply_mutations(column: Any, value: Any, inserts: Any, removes: Any) -> Any
     return value
 
 
-_K_SCALAR, _K_MAP, _K_SET, _K_OTHER, _K_SCALAR_KEPT = range(5)
+_K_SCALAR, _K_MAP, _K_SET, _K_OTHER = range(4)
 _Entry = tuple[int, _Converter, Any]
 _NO_DEFAULT = object()
 
@@ -176,7 +153,6 @@ def _read_entries(table: Any) -> dict[str, _Entry]:
     if entries is not None:
         return entries
     entries = {}
-    keep = bool(getattr(table.idl, "keeps_row_values", False))
     for name, column in table.columns.items():
         conv, refs = _converter(column)
         t = column.type
@@ -186,10 +162,7 @@ def _read_entries(table: Any) -> dict[str, _Entry]:
         if refs:
             kind = _K_OTHER
         elif t.is_scalar():
-            # (A column named like a Row attribute could not live in the
-            # row's __dict__ without hiding that attribute.)
-            kind = _K_SCALAR_KEPT if keep and not hasattr(ovs.db.idl.Row, name) \
-                and name not in _ROW_SLOTS else _K_SCALAR
+            kind = _K_SCALAR
         elif t.is_map():
             kind = _K_MAP
         else:
@@ -220,13 +193,6 @@ def _fast_getattr(self: Any, column_name: str) -> Any:
         if missing is None and kind != _K_OTHER:
             return {} if kind == _K_MAP else []
         return conv(data[column_name], self)
-    if kind == _K_SCALAR_KEPT:
-        values = datum.values
-        if len(values) == 1:
-            for atom in values:
-                d[column_name] = value = atom.value
-                return value
-        return conv(datum, self)
     if kind == _K_SCALAR:
         values = datum.values
         if len(values) == 1:
@@ -268,46 +234,10 @@ def _getattr_in_txn(self: Any, column_name: str) -> Any:
     return _apply_mutations(column, conv(datum, self), inserts, removes)
 
 
-def forget(row: Any, column_name: str) -> None:
-    """The committed value of `column_name` in `row` changed: drop the kept
-    Python value (if any)."""
-    row.__dict__.pop(column_name, None)
-
-
-def _forget_all(row: Any) -> None:
-    d = row.__dict__
-    for name in [n for n in d if n not in _ROW_SLOTS]:
-        del d[name]
-
-
-def _setattr(self: Any, column_name: str, value: Any) -> None:
-    _ROW_SETATTR(self, column_name, value)
-    # Now in the transaction's changes, read through __getattr__ again.
-    self.__dict__.pop(column_name, None)
-
-
-def _delete(self: Any) -> None:
-    _ROW_DELETE(self)
-    _forget_all(self)
-
-
-def _process_reply(self: Any, msg: Any) -> Any:
-    result = _TXN_PROCESS_REPLY(self, msg)
-    for request in getattr(self, "_fetch_requests", ()):
-        forget(request["row"], request["column_name"])     # fetched into _data
-    return result
-
-
 def install() -> None:
     """Use the fast path for every ``ovs.db.idl.Row`` (idempotent)."""
     ovs.db.idl.Row.__getattr__ = _fast_getattr  # type: ignore[method-assign]
-    ovs.db.idl.Row.__setattr__ = _setattr  # type: ignore[method-assign]
-    ovs.db.idl.Row.delete = _delete  # type: ignore[method-assign]
-    ovs.db.idl.Transaction._process_reply = _process_reply  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     ovs.db.idl.Row.__getattr__ = _ORIGINAL  # type: ignore[method-assign]
-    ovs.db.idl.Row.__setattr__ = _ROW_SETATTR  # type: ignore[method-assign]
-    ovs.db.idl.Row.delete = _ROW_DELETE  # type: ignore[method-assign]
-    ovs.db.idl.Transaction._process_reply = _TXN_PROCESS_REPLY  # type: ignore[method-assign]
