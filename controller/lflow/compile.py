@@ -465,7 +465,7 @@ class LflowCompiler:
         key = row.tunnel_key
         ext = row.external_ids
         info = self._dp_infos.get(key)
-        if info is None or not (info.uuid == row.uuid
+        if info is None or not ((info.uuid is row.uuid or info.uuid == row.uuid)
                                 and info.is_switch == ("logical-switch" in ext)
                                 and (info.common_nat_ct_zone == "reg12")
                                 == ("snat-ct-zone" in ext)):
