@@ -46,6 +46,12 @@ done once per distinct (match, actions, pipeline, table) text:
   NAT zone, controller meter) when encoding looked nothing up (no port,
   tunnel, group, meter or sample).
 
+A row on several local datapaths (a datapath group) is compiled in one
+pass (``_compile``): its tags, templates, per-text entry and meter are looked
+up once, and each datapath then only adds what differs (metadata, ports,
+conjunction ids, encodings that looked something up), in the order and with
+the side effects a separate ``compile_lflow`` per datapath would have.
+
 Below the per-text memo, texts that differ only in addresses and port names
 share one parse/annotate/simplify/normalise per match *shape*
 (``MatchTemplates``, see match_templates.py: the constants are substituted
@@ -62,7 +68,7 @@ from __future__ import annotations
 
 import gc
 import uuid as uuidlib
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -217,7 +223,7 @@ class _Prepared:
     (and a conj_id slot) whose positions are ``md_pos`` / ``conj_pos``."""
 
     __slots__ = ("template", "md_pos", "conj_pos", "conj_id", "conjunctions", "inport",
-                 "outport", "as_info")
+                 "outport", "as_info", "head", "tail")
 
     def __init__(self, em: ExprMatch) -> None:
         items = em.match.items
@@ -233,7 +239,11 @@ class _Prepared:
         # Positions of the per-datapath fields in the canonical order.
         probe = Match(items + (("metadata", 0, None),))
         self.template = probe.items
-        self.md_pos = next(i for i, it in enumerate(probe.items) if it[0] == "metadata")
+        self.md_pos = md_pos = next(i for i, it in enumerate(probe.items)
+                                    if it[0] == "metadata")
+        # The items before and after the metadata slot.
+        self.head = probe.items[:md_pos]
+        self.tail = probe.items[md_pos + 1:]
         self.conj_pos = (next(i for i, it in enumerate(probe.items) if it[0] == "conj_id")
                          if self.conj_id else -1)
         self.inport = inport
@@ -392,6 +402,7 @@ class LflowCompiler:
         self._texts: dict[tuple[str, str, bool, int], _Text] = {}
         self._action_texts: dict[tuple[str, bool, int], _Actions] = {}
         self._parse_params: dict[tuple[bool, int], ParseParams] = {}
+        self._dp_infos: dict[int, DatapathInfo] = {}
         self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
                       "match_compiles": 0, "template_hits": 0, "encodes": 0, "encode_reuse": 0,
                       "cache_hits": 0, "cache_misses": 0, "flows": 0, "errors": 0}
@@ -441,113 +452,163 @@ class LflowCompiler:
             if group is None:
                 return [LflowError(lflow.uuid, "lflow has no datapath or datapath group")]
             dps = group.datapaths
-        out: list[CompiledLflow | LflowError] = []
-        for d in dps:
-            if d.tunnel_key in local:
-                out.append(self.compile_lflow(lflow, DatapathInfo.from_row(d)))
-        return out
+        info = self._dp_info
+        infos = [info(d) for d in dps if d.tunnel_key in local]
+        return self._compile(lflow, infos) if infos else []
 
     def compile_lflow(self, lflow: Any, dp: DatapathInfo) -> CompiledLflow | LflowError:
+        return self._compile(lflow, (dp,))[0]
+
+    def _dp_info(self, row: Any) -> DatapathInfo:
+        """``DatapathInfo.from_row``, memoised by tunnel key (checked against
+        every field, so a changed row gets a new one)."""
+        key = row.tunnel_key
+        ext = row.external_ids
+        info = self._dp_infos.get(key)
+        if info is None or not ((info.uuid is row.uuid or info.uuid == row.uuid)
+                                and info.is_switch == ("logical-switch" in ext)
+                                and (info.common_nat_ct_zone == "reg12")
+                                == ("snat-ct-zone" in ext)):
+            info = self._dp_infos[key] = DatapathInfo.from_row(row)
+        return info
+
+    def _compile(self, lflow: Any, dps: Sequence[DatapathInfo]
+                 ) -> list[CompiledLflow | LflowError]:
+        """The lflow on each of 'dps' (in order): what depends on the row
+        only (ports tag, templates, per-text entry, meter) is done once, the
+        rest per datapath, as ``compile_lflow`` would do it for each."""
         ctx = self.ctx
         stats = self.stats
-        stats["instances"] += 1
+        stats["instances"] += len(dps)
         lf_uuid: uuidlib.UUID = lflow.uuid
-        dp_key = dp.key
-        ingress = lflow.pipeline == "ingress"
-        refs = NO_REFS
-
-        io_port = lflow.tags.get("in_out_port") if lflow.tags else None
+        out: list[CompiledLflow | LflowError] = []
+        tags = lflow.tags
+        io_port = tags.get("in_out_port") if tags else None
+        io_refs = NO_REFS
+        io_pb: tuple[int, int] | None = None
         if io_port:
-            refs = LflowRefs(ports=frozenset((io_port,)))
-            pb = ctx.port_binding(io_port)
-            if pb is None or pb[0] != dp_key or f"{dp_key}_{pb[1]}" not in ctx.related_lports:
-                return CompiledLflow(lf_uuid, dp_key, [], [], None, refs)
-
-        # Templates, then the per-text entry.
-        match_text: str = lflow.match
-        actions_text: str = lflow.actions
-        tvars = ctx.template_vars
-        if tvars is not None and ("^" in match_text or "^" in actions_text):
-            trefs: set[str] = set()
-            match_text = parse_template_string(match_text, tvars, trefs)
-            actions_text = parse_template_string(actions_text, tvars, trefs)
-            if trefs:
-                refs = refs.merged(LflowRefs(templates=frozenset(trefs)))
-        table_id: int = lflow.table_id
-        key = (match_text, actions_text, ingress, table_id)
-        text = self._texts.get(key)
-        if text is None:
-            stats["text_compiles"] += 1
-            text = self._texts[key] = _Text(match_text,
-                                            self._actions(actions_text, ingress, table_id))
-        else:
-            stats["text_reuse"] += 1
-        acts = text.actions
-        if acts.error is not None:
-            stats["errors"] += 1
-            return LflowError(lf_uuid, acts.error)
-        parsed = acts.parsed
-        assert parsed is not None
-
-        recorder = _Recorder(ctx, dp_key)
-        state, cacheable = self._match_state(text, parsed, dp_key, lf_uuid)
-        if state.error is not None:
-            stats["errors"] += 1
-            return LflowError(lf_uuid, state.error)
-        refs = refs.merged(state.refs)
-        prepared = state.prepared
-        n_conjs = state.n_conjs
-        if prepared is None:
-            assert state.normalized is not None
-            ems, n_conjs = to_matches(state.normalized, recorder.lookup_port)
-            prepared = [_Prepared(em) for em in ems]
-        if not prepared:
-            return CompiledLflow(lf_uuid, dp_key, [], [], None, refs.merged(recorder.refs()))
-        start = 0
-        if n_conjs:
-            conj_ids = ctx.conj_ids
-            if not (state.conj_start and conj_ids.alloc_specified(
-                    lf_uuid, dp.uuid, state.conj_start, n_conjs)):
-                start = conj_ids.alloc(lf_uuid, dp.uuid, n_conjs)
-                if not start:
-                    stats["errors"] += 1
-                    return LflowError(lf_uuid, "32-bit conjunction ids exhausted!")
+            io_refs = LflowRefs(ports=frozenset((io_port,)))
+            io_pb = ctx.port_binding(io_port)
+        related = ctx.related_lports
+        text: _Text | None = None
+        for dp in dps:
+            dp_key = dp.key
+            if io_port and (io_pb is None or io_pb[0] != dp_key
+                            or f"{dp_key}_{io_pb[1]}" not in related):
+                out.append(CompiledLflow(lf_uuid, dp_key, [], [], None, io_refs))
+                continue
+            if text is None:
+                # Templates, then the per-text entry (first instance only).
+                lf_refs = io_refs
+                match_text: str = lflow.match
+                actions_text: str = lflow.actions
+                tvars = ctx.template_vars
+                if tvars is not None and ("^" in match_text or "^" in actions_text):
+                    trefs: set[str] = set()
+                    match_text = parse_template_string(match_text, tvars, trefs)
+                    actions_text = parse_template_string(actions_text, tvars, trefs)
+                    if trefs:
+                        lf_refs = lf_refs.merged(LflowRefs(templates=frozenset(trefs)))
+                ingress = lflow.pipeline == "ingress"
+                table_id: int = lflow.table_id
+                key = (match_text, actions_text, ingress, table_id)
+                text = self._texts.get(key)
+                if text is None:
+                    stats["text_compiles"] += 1
+                    text = self._texts[key] = _Text(
+                        match_text, self._actions(actions_text, ingress, table_id))
+                else:
+                    stats["text_reuse"] += 1
+                acts = text.actions
+                parsed = acts.parsed
+                ptable = (C.T_LOG_INGRESS if ingress else C.T_LOG_EGRESS) + table_id
+                priority: int = lflow.priority
+                cookie = lf_uuid.int >> 96
+                meter_name = opt_first(lflow.controller_meter)
+                meter_id = 0          # assigned on first use (idempotent per lflow)
+                cache = self.cache
+                if cache is not None and not cache.enabled:
+                    cache = None
             else:
-                start = state.conj_start
-
-        # Controller meter and actions.
-        ctrl_meter_id = NX_CTLR_NO_METER
-        meter_name = opt_first(lflow.controller_meter)
-        if meter_name:
-            ctrl_meter_id = ctx.meter_table.assign_id(meter_name, lf_uuid)
-            if not ctrl_meter_id:
+                stats["text_reuse"] += 1
+            if acts.error is not None:
                 stats["errors"] += 1
-                return LflowError(lf_uuid, f"Unable to assign id for meter: {meter_name}")
-        akey = (dp.is_switch, dp.common_nat_ct_zone, ctrl_meter_id)
-        actions = acts.encoded.get(akey)
-        if actions is None:
-            actions = self._encode(acts, parsed, akey, ingress, lf_uuid, dp, recorder)
-        else:
-            stats["encode_reuse"] += 1
+                out.append(LflowError(lf_uuid, acts.error))
+                continue
+            assert parsed is not None
 
-        flows, conj_flows, as_infos = self._finish(
-            prepared, start - 1 if n_conjs else 0, dp, ingress,
-            (C.T_LOG_INGRESS if ingress else C.T_LOG_EGRESS) + table_id,
-            lflow.priority, lf_uuid.int >> 96, actions)
-        stats["flows"] += len(flows) + len(conj_flows)
-        refs = refs.merged(recorder.refs())
+            state = text.shared
+            if state is None:
+                state, cacheable = self._match_state(text, parsed, dp_key, lf_uuid)
+            else:
+                cacheable = False
+            if state.error is not None:
+                stats["errors"] += 1
+                out.append(LflowError(lf_uuid, state.error))
+                continue
+            refs = lf_refs if state.refs is NO_REFS else lf_refs.merged(state.refs)
+            recorder: _Recorder | None = None
+            prepared = state.prepared
+            n_conjs = state.n_conjs
+            if prepared is None:
+                assert state.normalized is not None
+                recorder = _Recorder(ctx, dp_key)
+                ems, n_conjs = to_matches(state.normalized, recorder.lookup_port)
+                prepared = [_Prepared(em) for em in ems]
+            if not prepared:
+                if recorder is not None:
+                    refs = refs.merged(recorder.refs())
+                out.append(CompiledLflow(lf_uuid, dp_key, [], [], None, refs))
+                continue
+            start = 0
+            if n_conjs:
+                conj_ids = ctx.conj_ids
+                if not (state.conj_start and conj_ids.alloc_specified(
+                        lf_uuid, dp.uuid, state.conj_start, n_conjs)):
+                    start = conj_ids.alloc(lf_uuid, dp.uuid, n_conjs)
+                    if not start:
+                        stats["errors"] += 1
+                        out.append(LflowError(lf_uuid, "32-bit conjunction ids exhausted!"))
+                        continue
+                else:
+                    start = state.conj_start
 
-        # The lflow cache, as the C agent fills it: matches if nothing
-        # external was used, else the expression if no address set, port
-        # group or template was.
-        cache = self.cache
-        if cache is not None and cache.enabled and (cacheable or lf_uuid not in cache):
-            if not refs:
-                cache.add_matches(lf_uuid, start if n_conjs else 0, n_conjs, prepared,
-                                  200 * len(prepared))
-            elif not state.uses_sets and not refs.templates and state.expr is not None:
-                cache.add_expr(lf_uuid, state.expr, _expr_size(state.expr))
-        return CompiledLflow(lf_uuid, dp_key, flows, conj_flows, as_infos, refs)
+            # Controller meter and actions.
+            if meter_name and not meter_id:
+                meter_id = ctx.meter_table.assign_id(meter_name, lf_uuid)
+                if not meter_id:
+                    stats["errors"] += 1
+                    out.append(LflowError(lf_uuid,
+                                          f"Unable to assign id for meter: {meter_name}"))
+                    continue
+            akey = (dp.is_switch, dp.common_nat_ct_zone,
+                    meter_id if meter_name else NX_CTLR_NO_METER)
+            actions = acts.encoded.get(akey)
+            if actions is None:
+                if recorder is None:
+                    recorder = _Recorder(ctx, dp_key)
+                actions = self._encode(acts, parsed, akey, ingress, lf_uuid, dp, recorder)
+            else:
+                stats["encode_reuse"] += 1
+
+            flows, conj_flows, as_infos = self._finish(
+                prepared, start - 1 if n_conjs else 0, dp, ingress, ptable, priority, cookie,
+                actions)
+            stats["flows"] += len(flows) + len(conj_flows)
+            if recorder is not None:
+                refs = refs.merged(recorder.refs())
+
+            # The lflow cache, as the C agent fills it: matches if nothing
+            # external was used, else the expression if no address set, port
+            # group or template was.
+            if cache is not None and (cacheable or lf_uuid not in cache):
+                if not refs:
+                    cache.add_matches(lf_uuid, start if n_conjs else 0, n_conjs, prepared,
+                                      200 * len(prepared))
+                elif not state.uses_sets and not refs.templates and state.expr is not None:
+                    cache.add_expr(lf_uuid, state.expr, _expr_size(state.expr))
+            out.append(CompiledLflow(lf_uuid, dp_key, flows, conj_flows, as_infos, refs))
+        return out
 
     # -------------------------------------------------------------- per text
     def _actions(self, actions: str, ingress: bool, table_id: int) -> _Actions:
@@ -714,6 +775,7 @@ class LflowCompiler:
         as_infos: dict[int, AddrSetInfo] | None = None
         dp_key = dp.key
         md = ("metadata", dp_key, None)
+        md1 = (md,)
         new_match = object.__new__
         check_port = dp.is_switch
         related = self.ctx.related_lports
@@ -722,11 +784,13 @@ class LflowCompiler:
                 port = p.inport if ingress else p.outport
                 if port and f"{dp_key}_{port}" not in related:
                     continue
-            t = list(p.template)
-            t[p.md_pos] = md
             if p.conj_id:
+                t = list(p.template)
+                t[p.md_pos] = md
                 t[p.conj_pos] = ("conj_id", (p.conj_id + conj_ofs) & _M32, None)
-            items = tuple(t)
+                items = tuple(t)
+            else:
+                items = p.head + md1 + p.tail
             m = new_match(Match)
             m.items = items
             m._hash = hash(items)
