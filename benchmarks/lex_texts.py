@@ -3,8 +3,10 @@ and shape every distinct match text (``MatchTemplates.shape``).
 
 Reads the Logical_Flow table of ``sb.db.gz`` (seed-500 by default) with
 ``controller.lflow.snapshot.SbSnapshot``, then times, in CPU seconds
-(``time.process_time``), three passes: ``lexer.tokenize`` over all distinct
-match texts, the same over all distinct action texts, and
+(``time.process_time``), four passes: ``lexer.tokenize`` over all distinct
+match texts, the same over all distinct action texts, a ``Lexer`` stepped
+with ``get()`` through each action text (``lookahead()`` at each
+identifier, as the action parser does for ``name(``), and
 ``MatchTemplates(ovn_symtab()).shape`` over all distinct match texts (a fresh
 instance per repetition).  Prints the minimum over ``--reps`` repetitions
 (default 3) and the token counts.  Numbers are printed, never asserted.
@@ -57,6 +59,13 @@ def main(argv: list[str] | None = None) -> None:
         for t in texts:
             tokenize(t)
 
+    def step_actions() -> None:
+        for t in actions:
+            lexer = lx.Lexer(t)
+            while lexer.get() != lx.T_END:
+                if lexer.token.type == lx.T_ID:
+                    lexer.lookahead()
+
     def shape_all() -> None:
         shape = MatchTemplates(symtab).shape
         for t in matches:
@@ -64,11 +73,13 @@ def main(argv: list[str] | None = None) -> None:
 
     cpu_m = _min_cpu(lambda: lex_all(matches), args.reps)
     cpu_a = _min_cpu(lambda: lex_all(actions), args.reps)
+    cpu_g = _min_cpu(step_actions, args.reps)
     cpu_s = _min_cpu(shape_all, args.reps)
     print(f"{len(lflows)} lflows: {len(matches)} distinct matches ({n_mtok} tokens), "
           f"{len(actions)} distinct actions ({n_atok} tokens); min CPU of {args.reps}:")
     print(f"lex matches {cpu_m:.3f} s ({cpu_m / max(n_mtok, 1) * 1e6:.2f} us/token)")
     print(f"lex actions {cpu_a:.3f} s ({cpu_a / max(n_atok, 1) * 1e6:.2f} us/token)")
+    print(f"Lexer.get actions {cpu_g:.3f} s ({cpu_g / max(n_atok, 1) * 1e6:.2f} us/token)")
     print(f"shape matches {cpu_s:.3f} s ({cpu_s / max(len(matches), 1) * 1e6:.1f} us/text)")
 
 

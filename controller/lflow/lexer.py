@@ -568,26 +568,52 @@ def _lex_general(text: str, pos: int) -> tuple[Token, int, int]:
 
 
 class Lexer:
-    """Token stream over one input string (see module docstring)."""
+    """Token stream over one input string (see module docstring).
 
-    __slots__ = ("text", "pos", "start", "token", "error")
+    The whole text is tokenised up front (``tokenize``); ``start`` and
+    ``pos`` (where the current token begins and where the next scan would
+    start) are only needed for error messages and are recomputed then."""
+
+    __slots__ = ("text", "token", "error", "_toks", "_i", "_last")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.pos = 0
-        self.start = -1
         self.token: Token = _END_TOKEN
         self.error: str | None = None
+        toks = tokenize(text)
+        toks.append(_END_TOKEN)
+        self._toks = toks
+        self._i = -1
+        self._last = len(toks) - 1
+
+    def _span(self) -> tuple[int, int]:
+        start, pos = -1, 0
+        for _ in range(self._i + 1):
+            _tok, start, pos = lex_token(self.text, pos)
+        return start, pos
+
+    @property
+    def start(self) -> int:
+        """Where the current token begins (-1 before the first get())."""
+        return self._span()[0]
+
+    @property
+    def pos(self) -> int:
+        """Where the scan for the next token starts."""
+        return self._span()[1]
 
     def get(self) -> int:
         """Advances to the next token and returns its type."""
-        tok, self.start, self.pos = lex_token(self.text, self.pos)
-        self.token = tok
+        i = self._i
+        if i < self._last:
+            i = self._i = i + 1
+        tok = self.token = self._toks[i]
         return tok.type
 
     def lookahead(self) -> int:
         """Type of the token after the current one."""
-        return lex_token(self.text, self.pos)[0].type
+        i = self._i
+        return self._toks[i + 1 if i < self._last else i].type
 
     def match(self, kind: int) -> bool:
         if self.token.type == kind:
@@ -662,8 +688,10 @@ class Lexer:
         parts = ["Syntax error"]
         if self.token.type == T_END:
             parts.append(" at end of input")
-        elif self.start >= 0:
-            parts.append(f" at `{self.text[self.start:self.pos]}'")
+        else:
+            start, pos = self._span()
+            if start >= 0:
+                parts.append(f" at `{self.text[start:pos]}'")
         if message:
             parts.append(" " + message)
         parts.append(".")

@@ -63,3 +63,25 @@ def test_fast_path_constants() -> None:
         lx.T_MASKED_INTEGER, 0xfe80 << 112, ((1 << 64) - 1) << 64)
     tok, _, _ = lx.lex_token("0a:1b:2c:3d:4e:5f", 0)
     assert (tok.type, tok.value, tok.format) == (lx.T_INTEGER, 0x0a1b2c3d4e5f, lx.F_ETHERNET)
+
+
+def test_lexer_stream_matches_lex_token() -> None:
+    for text in _texts(3, 5000):
+        want = _scan(lx.lex_token, text)
+        lexer = lx.Lexer(text)
+        assert (lexer.start, lexer.pos) == (-1, 0)
+        assert lexer.lookahead() == want[0][0]
+        for k, (kind, s, value, mask, fmt, start, end) in enumerate(want + want[-1:]):
+            assert lexer.get() == kind, text
+            tok = lexer.token
+            assert (tok.s, tok.value, tok.mask, tok.format) == (s, value, mask, fmt), text
+            assert (lexer.start, lexer.pos) == (start, end), text
+            assert lexer.lookahead() == want[min(k + 1, len(want) - 1)][0], text
+
+
+def test_syntax_error_names_the_current_token() -> None:
+    lexer = lx.Lexer("a == 10.0.0.1 /* c */ b")
+    for _ in range(4):
+        lexer.get()
+    lexer.syntax_error("expecting `;'")
+    assert lexer.error == "Syntax error at `b' expecting `;'."
