@@ -572,9 +572,10 @@ class Lexer:
 
     The whole text is tokenised up front (``tokenize``); ``start`` and
     ``pos`` (where the current token begins and where the next scan would
-    start) are only needed for error messages and are recomputed then."""
+    start) are only needed for error messages: the spans are scanned on the
+    first use of either."""
 
-    __slots__ = ("text", "token", "error", "_toks", "_i", "_last")
+    __slots__ = ("text", "token", "error", "_toks", "_i", "_last", "_spans")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -585,12 +586,18 @@ class Lexer:
         self._toks = toks
         self._i = -1
         self._last = len(toks) - 1
+        self._spans: list[tuple[int, int]] | None = None
 
     def _span(self) -> tuple[int, int]:
-        start, pos = -1, 0
-        for _ in range(self._i + 1):
-            _tok, start, pos = lex_token(self.text, pos)
-        return start, pos
+        spans = self._spans
+        if spans is None:
+            # Every token's (start, end), scanned once on first need.
+            spans = self._spans = [(-1, 0)]
+            pos = 0
+            for _ in range(self._last + 1):
+                _tok, start, pos = lex_token(self.text, pos)
+                spans.append((start, pos))
+        return spans[self._i + 1]
 
     @property
     def start(self) -> int:
