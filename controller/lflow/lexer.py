@@ -241,12 +241,41 @@ _ID_RE = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 _IDN_RE = re.compile(r"[A-Za-z0-9_.]*")
 # Identifier that cannot be mistaken for a number: either starts with g-z/G-Z/_
 # or a hex-letter start whose leading hex-digit run is not followed by ':'.
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_HEX2 = r"[0-9a-fA-F]{2}"
+# The numeric token cannot go on (see _num_extent) after a mask: no
+# alphanumeric, ':' or single '.'; after a value also no '/'.
+_MASK_END = r"(?![A-Za-z0-9:]|\.(?!\.))"
+_VALUE_END = r"(?![A-Za-z0-9:/]|\.(?!\.))"
+# One match of this regex is one token of the common kinds, each exactly as
+# the general scanner below would produce it; anything else (comments,
+# errors, masked or unusual constants, escaped strings, sigils) does not
+# match and takes the general path.
 _FAST_RE = re.compile(
-    r"[ \t\n\r\v\f]*+"
-    r"(?:(?P<id>[g-zG-Z_][A-Za-z0-9_.]*+|[a-fA-F][0-9a-fA-F]*+(?!:)[A-Za-z0-9_.]*+)"
+    r"[ \t\n\r\v\f]*+(?:"
+    # Identifier that cannot be mistaken for a number: either starts with
+    # g-z/G-Z/_ or a hex-letter start whose leading hex-digit run is not
+    # followed by ':'.
+    r"(?P<id>[g-zG-Z_][A-Za-z0-9_.]*+|[a-fA-F][0-9a-fA-F]*+(?!:)[A-Za-z0-9_.]*+)"
     r"|(?P<op>==|!=|<=|>=|<->|&&|\|\||\.\.|--|[(){}\[\],;<>!=-]|:(?!:))"
-    # Plain decimal that cannot continue as another numeric form (< 2**64).
-    r"|(?P<dec>(?:[1-9][0-9]{0,18}|0)(?![A-Za-z0-9:/]|\.(?!\.))))")
+    # Plain decimal (< 2**64, no leading zero).
+    r"|(?P<dec>(?:[1-9][0-9]{0,18}|0)" + _VALUE_END + ")"
+    # Quoted string without escapes.
+    r'|"(?P<str>[^"\\]*+)"'
+    # IPv4 address as inet_pton() accepts it, optionally with a prefix length.
+    r"|(?P<ip4>(?:" + _OCTET + r"\.){3}" + _OCTET + ")"
+    r"(?:/(?P<plen4>3[0-2]|[12]?[0-9])" + _MASK_END + "|" + _VALUE_END + ")"
+    # Ethernet address of two-digit groups.
+    r"|(?P<mac>" + _HEX2 + "(?::" + _HEX2 + "){5})" + _VALUE_END +
+    # IPv6 candidate (hex digits and colons; inet_pton() decides),
+    # optionally with a prefix length.
+    r"|(?P<ip6>[0-9a-fA-F]*+:[0-9a-fA-F:]*+)"
+    r"(?:/(?P<plen6>12[0-8]|1[01][0-9]|[1-9]?[0-9])" + _MASK_END
+    + r"|(?![G-Zg-z/]|\.(?!\.)))"
+    r"|(?P<end>)\Z)")
+_ID_OP_RE = re.compile(
+    r"(?P<id>[g-zG-Z_][A-Za-z0-9_.]*+|[a-fA-F][0-9a-fA-F]*+(?!:)[A-Za-z0-9_.]*+)"
+    r"|(?P<op>==|!=|<=|>=|<->|&&|\|\||\.\.|--|[(){}\[\],;<>!=-]|:(?!:))")
 _HEXRUN_RE = re.compile(r"[0-9a-fA-F]*")
 _MAC_RE = re.compile(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+):"
                      r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)")
@@ -412,6 +441,47 @@ def _parse_sigil(text: str, pos: int, kind: int, sigil: str) -> tuple[Token, int
     return Token(kind, m.group()), m.end()
 
 
+_AF_INET6 = socket.AF_INET6
+_inet_pton = socket.inet_pton
+_inet_aton = socket.inet_aton
+_from_bytes = int.from_bytes
+
+
+# Where a constant's token starts: (group, characters before it).
+_START_GROUP: dict[str | None, tuple[str, int]] = {"dec": ("dec", 0), "str": ("str", 1), "mac": ("mac", 0), "ip4": ("ip4", 0),
+                "plen4": ("ip4", 0), "ip6": ("ip6", 0), "plen6": ("ip6", 0)}
+
+
+def _constant(m: re.Match[str], g: str | None) -> Token | None:
+    """The token of a _FAST_RE match 'm' of a constant kind 'g' (not id, op
+    or end), or None if the general scanner must decide."""
+    if g == "dec":
+        return Token(T_INTEGER, None, int(m.group(g)))
+    if g == "str":
+        return Token(T_STRING, m.group(g))
+    if g == "mac":
+        return Token(T_INTEGER, None, int(m.group(g).replace(":", ""), 16), 0, F_ETHERNET)
+    if g == "ip4":
+        return Token(T_INTEGER, None, _from_bytes(_inet_aton(m.group(g)), "big"), 0, F_IPV4)
+    if g == "plen4":
+        v = _from_bytes(_inet_aton(m.group("ip4")), "big")
+        bits = int(m.group(g))
+        mask = ((1 << bits) - 1) << (32 - bits)
+        return Token(T_MASKED_INTEGER, None, v & mask, mask, F_IPV4)
+    word = m.group("ip6")
+    if len(word) >= 46:
+        return None
+    try:
+        v = _from_bytes(_inet_pton(_AF_INET6, word), "big")
+    except OSError:
+        return None
+    if g == "ip6":
+        return Token(T_INTEGER, None, v, 0, F_IPV6)
+    bits = int(m.group("plen6"))
+    mask = ((1 << bits) - 1) << (128 - bits)
+    return Token(T_MASKED_INTEGER, None, v & mask, mask, F_IPV6)
+
+
 def lex_token(text: str, pos: int) -> tuple[Token, int, int]:
     """Scans one token of 'text' from 'pos'.
 
@@ -421,10 +491,22 @@ def lex_token(text: str, pos: int) -> tuple[Token, int, int]:
     if m is not None:
         g = m.lastgroup
         if g == "id":
-            return Token(T_ID, m.group("id")), m.start("id"), m.end()
+            a, b = m.span(g)
+            return Token(T_ID, text[a:b]), a, b
         if g == "op":
-            return _PUNCT_TOKENS[m.group("op")], m.start("op"), m.end()
-        return Token(T_INTEGER, value=int(m.group("dec"))), m.start("dec"), m.end()
+            a, b = m.span(g)
+            return _PUNCT_TOKENS[text[a:b]], a, b
+        if g == "end":
+            return _END_TOKEN, m.end(), m.end()
+        tok = _constant(m, g)
+        if tok is not None:
+            sg, back = _START_GROUP[g]
+            return tok, m.start(sg) - back, m.end()
+    return _lex_general(text, pos)
+
+
+def _lex_general(text: str, pos: int) -> tuple[Token, int, int]:
+    """lex_token() for any input, without the fast path."""
     n = len(text)
     while pos < n and text[pos] in _WS:
         pos += 1
@@ -436,17 +518,22 @@ def lex_token(text: str, pos: int) -> tuple[Token, int, int]:
         nxt = text[pos + 1] if pos + 1 < n else ""
         if nxt == "/":
             nl = text.find("\n", pos)
-            return lex_token(text, n if nl < 0 else nl)
+            return _lex_general(text, n if nl < 0 else nl)
         if nxt == "*":
             i = pos + 2
             while True:
                 if i >= n or text[i] == "\n":
                     return Token(T_ERROR, "`/*' without matching `*/'."), start, i
                 if text[i] == "*" and i + 1 < n and text[i + 1] == "/":
-                    return lex_token(text, i + 2)
+                    return _lex_general(text, i + 2)
                 i += 1
         return (Token(T_ERROR, "`/' is only valid as part of `//' or `/*'."),
                 start, pos + 1)
+    m = _ID_OP_RE.match(text, pos)
+    if m is not None:
+        if m.lastgroup == "id":
+            return Token(T_ID, m.group()), start, m.end()
+        return _PUNCT_TOKENS[m.group()], start, m.end()
     if c.isdigit() and c.isascii() or c == ":":
         tok, end = _parse_integer(text, pos)
         return tok, start, end
@@ -481,26 +568,59 @@ def lex_token(text: str, pos: int) -> tuple[Token, int, int]:
 
 
 class Lexer:
-    """Token stream over one input string (see module docstring)."""
+    """Token stream over one input string (see module docstring).
 
-    __slots__ = ("text", "pos", "start", "token", "error")
+    The whole text is tokenised up front (``tokenize``); ``start`` and
+    ``pos`` (where the current token begins and where the next scan would
+    start) are only needed for error messages: the spans are scanned on the
+    first use of either."""
+
+    __slots__ = ("text", "token", "error", "_toks", "_i", "_last", "_spans")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.pos = 0
-        self.start = -1
         self.token: Token = _END_TOKEN
         self.error: str | None = None
+        toks = tokenize(text)
+        toks.append(_END_TOKEN)
+        self._toks = toks
+        self._i = -1
+        self._last = len(toks) - 1
+        self._spans: list[tuple[int, int]] | None = None
+
+    def _span(self) -> tuple[int, int]:
+        spans = self._spans
+        if spans is None:
+            # Every token's (start, end), scanned once on first need.
+            spans = self._spans = [(-1, 0)]
+            pos = 0
+            for _ in range(self._last + 1):
+                _tok, start, pos = lex_token(self.text, pos)
+                spans.append((start, pos))
+        return spans[self._i + 1]
+
+    @property
+    def start(self) -> int:
+        """Where the current token begins (-1 before the first get())."""
+        return self._span()[0]
+
+    @property
+    def pos(self) -> int:
+        """Where the scan for the next token starts."""
+        return self._span()[1]
 
     def get(self) -> int:
         """Advances to the next token and returns its type."""
-        tok, self.start, self.pos = lex_token(self.text, self.pos)
-        self.token = tok
+        i = self._i
+        if i < self._last:
+            i = self._i = i + 1
+        tok = self.token = self._toks[i]
         return tok.type
 
     def lookahead(self) -> int:
         """Type of the token after the current one."""
-        return lex_token(self.text, self.pos)[0].type
+        i = self._i
+        return self._toks[i + 1 if i < self._last else i].type
 
     def match(self, kind: int) -> bool:
         if self.token.type == kind:
@@ -575,8 +695,10 @@ class Lexer:
         parts = ["Syntax error"]
         if self.token.type == T_END:
             parts.append(" at end of input")
-        elif self.start >= 0:
-            parts.append(f" at `{self.text[self.start:self.pos]}'")
+        else:
+            start, pos = self._span()
+            if start >= 0:
+                parts.append(f" at `{self.text[start:pos]}'")
         if message:
             parts.append(" " + message)
         parts.append(".")
@@ -591,12 +713,35 @@ class Lexer:
 def tokenize(text: str) -> list[Token]:
     """All tokens of 'text' up to (not including) the end token."""
     out: list[Token] = []
+    append = out.append
+    punct = _PUNCT_TOKENS
     pos = 0
     while True:
-        tok, _, pos = lex_token(text, pos)
+        # Consecutive _FAST_RE matches, then one token from the general
+        # scanner where none matches.
+        m = None
+        # (Pattern.scanner: CPython's matcher that resumes where it stopped.)
+        for m in iter(_FAST_RE.scanner(text, pos).match, None):  # type: ignore[attr-defined]
+            g = m.lastgroup
+            if g == "id":
+                append(Token(T_ID, m.group(g)))
+            elif g == "op":
+                append(punct[m.group(g)])
+            elif g == "end":
+                return out
+            else:
+                tok = _constant(m, g)
+                if tok is None:
+                    pos = m.start()
+                    break
+                append(tok)
+        else:
+            if m is not None:
+                pos = m.end()
+        tok, _, pos = _lex_general(text, pos)
         if tok.type == T_END:
             return out
-        out.append(tok)
+        append(tok)
 
 
 def parse_template_string(text: str, template_vars: Mapping[str, str],

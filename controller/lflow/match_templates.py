@@ -139,18 +139,7 @@ class MatchTemplates:
         if "is_chassis_resident" in text:
             self.stats["ineligible"] += 1
             return None
-        toks: list[lx.Token] = []
-        pos = 0
-        lex = lx.lex_token
-        while True:
-            tok, _, pos = lex(text, pos)
-            t = tok.type
-            if t == lx.T_END:
-                break
-            if t in _NOT_ELIGIBLE:
-                self.stats["ineligible"] += 1
-                return None
-            toks.append(tok)
+        toks = lx.tokenize(text)
         key: list[object] = []
         slots: list[Slot] = []
         values: list[tuple[SlotValue, ...]] = []
@@ -159,10 +148,22 @@ class MatchTemplates:
         i = 0
         while i < n:
             tok = toks[i]
-            key.append((tok.type, tok.s, tok.value, tok.mask, tok.format))
+            t = tok.type
             i += 1
+            # Key entry: the punctuation kind (an int), an identifier's name (a
+            # str), or the whole token (a tuple) for the other kinds.
+            if t >= lx.T_LPAREN:
+                key.append(t)
+                continue
+            if t != lx.T_ID:
+                if t in _NOT_ELIGIBLE:
+                    self.stats["ineligible"] += 1
+                    return None
+                key.append((t, tok.s, tok.value, tok.mask, tok.format))
+                continue
+            key.append(tok.s)
             # FIELD == CONST (not the left end of a range) or FIELD == {CONST, ...}.
-            if tok.type != lx.T_ID or i + 1 >= n or toks[i].type != lx.T_EQ:
+            if i + 1 >= n or toks[i].type != lx.T_EQ:
                 continue
             sym = symtab.get(tok.s or "")
             if sym is None or sym.predicate is not None:
