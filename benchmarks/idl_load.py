@@ -38,7 +38,7 @@ from typing import Any
 import ovs.db.idl
 
 from controller.daemon_profile import STARTUP_GC_THRESHOLD
-from controller.lflow.snapshot import records
+from controller.lflow.snapshot import final_rows
 from controller.ovsdb import idl_fastpath
 from controller.ovsdb.connections import TrackedIdl, sb_schema_helper
 from controller.ovsdb.tracking import ChangeTracker
@@ -48,20 +48,7 @@ DEFAULT_DB = Path("/work/shared/reference-data/seed-500/sb.db.gz")
 
 def file_rows(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """table -> uuid -> row JSON of the database at the end of the file."""
-    recs = records(path)
-    next(recs)
-    raw: dict[str, dict[str, dict[str, Any]]] = {}
-    for rec in recs:
-        for table, rows in rec.items():
-            if table.startswith("_") or not isinstance(rows, dict):
-                continue
-            tab = raw.setdefault(table, {})
-            for u, row in rows.items():
-                if row is None:
-                    tab.pop(u, None)
-                else:
-                    tab.setdefault(u, {}).update(row)
-    return raw
+    return final_rows(path)[1]
 
 
 def monitor_reply_text(raw: dict[str, dict[str, dict[str, Any]]], idl: Any) -> str:

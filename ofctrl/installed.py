@@ -146,6 +146,24 @@ def _modify(i: InstalledFlow, d: Flow, emit: Emit) -> None:
     i.flow = d
 
 
+def _add_if_new(installed: InstalledFlowTable, d: DesiredFlow, emit: Emit) -> InstalledFlow | None:
+    """ADD the flow of `d` and install it linked to `d` if no installed
+    flow has its key; else the installed flow with that key."""
+    flow = d.flow
+    h = flow.key_hash
+    by_key = installed.by_key
+    if h not in by_key:                 # the common case: a new key, inlined
+        emit(OFPFC_ADD, flow)
+        by_key[h] = InstalledFlow(flow, d)
+        installed.n_flows += 1
+        return None
+    i = installed.lookup(flow)
+    if i is None:
+        emit(OFPFC_ADD, flow)
+        installed.insert(InstalledFlow(flow, d))
+    return i
+
+
 def update_by_compare(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit) -> None:
     """Full diff of `desired` against `installed` (no tracked changes)."""
     assert not desired.tracked
@@ -171,23 +189,12 @@ def update_by_compare(desired: DesiredFlowTable, installed: InstalledFlowTable, 
                 _modify(i, f, emit)
             i.refs = [d]                    # i.link(d): refs were just emptied
             d.installed = i
-    by_key = installed.by_key
     for d in desired:
         if d.installed is not None:
             continue
-        f = d.flow
-        h = f.key_hash
-        if h not in by_key:             # the common case: a new key, inlined
-            emit(OFPFC_ADD, f)
-            by_key[h] = InstalledFlow(f, d)
-            installed.n_flows += 1
-            continue
-        i2 = installed.lookup(f)
-        if i2 is None:
-            emit(OFPFC_ADD, f)
-            installed.insert(InstalledFlow(f, d))
-        elif i2.link(d):
-            _modify(i2, f, emit)
+        i2 = _add_if_new(installed, d, emit)
+        if i2 is not None and i2.link(d):
+            _modify(i2, d.flow, emit)
 
 
 def _merge_tracked(desired: DesiredFlowTable) -> None:
@@ -226,7 +233,6 @@ def update_by_track(desired: DesiredFlowTable, installed: InstalledFlowTable, em
     _merge_tracked(desired)
     tracked = desired.tracked
     desired.tracked = {}
-    by_key = installed.by_key
     for f in tracked:
         if f.deleted:
             i = f.installed
@@ -240,23 +246,14 @@ def update_by_track(desired: DesiredFlowTable, installed: InstalledFlowTable, em
             elif was_active:
                 _modify(i, d.flow, emit)
             continue
-        flow = f.flow
-        h = flow.key_hash
-        if h not in by_key:             # the common case: a new key, inlined
-            emit(OFPFC_ADD, flow)
-            by_key[h] = InstalledFlow(flow, f)
-            installed.n_flows += 1
-            continue
-        i = installed.lookup(flow)
+        i = _add_if_new(installed, f, emit)
         if i is None:
-            emit(OFPFC_ADD, flow)
-            installed.insert(InstalledFlow(flow, f))
-        elif i.refs and i.refs[0] is f:
+            continue
+        if i.refs and i.refs[0] is f:
             _modify(i, f.flow, emit)
         elif f.installed is None:
             if i.link(f):
                 _modify(i, f.flow, emit)
-
 
 
 def add_new(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit,
@@ -265,20 +262,9 @@ def add_new(desired: DesiredFlowTable, installed: InstalledFlowTable, emit: Emit
     installed, and take them out of the tracked set; the rest stays as it is
     (see the design note)."""
     tracked = desired.tracked
-    lookup = installed.lookup
-    by_key = installed.by_key
     for f in list(candidates):
         if not f.owners or f.deleted or f.installed is not None:
             continue
-        flow = f.flow
-        h = flow.key_hash
-        if h not in by_key:             # the common case: a new key, inlined
-            emit(OFPFC_ADD, flow)
-            by_key[h] = InstalledFlow(flow, f)
-            installed.n_flows += 1
-        elif lookup(flow) is not None:
+        if _add_if_new(installed, f, emit) is not None:
             continue
-        else:
-            emit(OFPFC_ADD, flow)
-            installed.insert(InstalledFlow(flow, f))
         tracked.pop(f, None)

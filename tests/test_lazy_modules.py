@@ -13,7 +13,14 @@ import pytest
 from controller import lazy_modules
 from controller.lazy_modules import DeferredModule, defer, is_loaded
 
+ROOT = Path(__file__).resolve().parents[1]
 NAME = "colorsys"       # small stdlib module nothing here imports
+
+
+def _python(code: str) -> str:
+    """What a fresh interpreter running `code` in the repository prints."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=True, timeout=120).stdout
 
 
 @pytest.fixture
@@ -61,8 +68,7 @@ def test_the_agent_entry_point_does_not_load_ssl_or_asyncio() -> None:
             "import ssl\n"
             "ssl.create_default_context()\n"
             "print(is_loaded('ssl'))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
+    out = _python(code).split()
     assert out == ["False", "False", "True"]
     assert {"ssl", "asyncio"} <= set(lazy_modules.AGENT_DEFERRED)
 
@@ -76,9 +82,7 @@ def test_the_agent_command_leaves_the_deferred_modules_unloaded(tmp_path: Path) 
             "import pickle, structlog._output\n"
             "print(structlog._output.PicklingError is pickle.PicklingError, is_loaded('pickle'))\n"
             "print(pickle.dumps(1) == b'\\x80\\x04K\\x01.', is_loaded('pickle'))\n")
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=root, check=True, timeout=120).stdout.split("\n")
+    out = _python(code).split("\n")
     assert out[:3] == ["[]", "True False", "True True"]
     assert {"pickle", "datetime", "queue", "sortedcontainers"} <= set(lazy_modules.AGENT_DEFERRED)
 
@@ -113,8 +117,7 @@ def test_ovs_poller_registers_fds_without_loading_ssl() -> None:
             "p.timer_wait(0)\n"
             "p.block()\n"
             "print(is_loaded('ssl'))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
+    out = _python(code).split()
     assert out == ["False"]
 
 
@@ -128,8 +131,7 @@ def test_run_daemon_blocks_ovs_compiled_json_before_the_daemon_loads(tmp_path: P
             "sys.modules['controller.daemon'] = mod\n"
             f"sys.exit(controller.cli.main(['unix:/nowhere', '--log-file={tmp_path}/a.log',\n"
             "                               '-vconsole:off']))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
+    out = _python(code).split()
     assert out == ["None"]
 
 
@@ -142,8 +144,7 @@ def test_the_agent_parses_json_rpc_without_ovs_compiled_json() -> None:
             "    import ovs._json\n"
             "except ImportError:\n"
             "    print('blocked')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
+    out = _python(code).split()
     assert out == ["None", "PYTHON", "FramedParser", "blocked"]
 
 
@@ -185,9 +186,7 @@ def test_pinctrl_start_leaves_handlers_and_periodic_services_unloaded() -> None:
         "                        p.service.view)\n"
         "print('controller.pinctrl.bfd_router' in sys.modules, p._bfd is not None,\n"
         "      svc.periodic == [p.bfd], 'controller.pinctrl.mcast' in sys.modules)\n")
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=root, timeout=60, check=True).stdout.split("\n")
+    out = _python(code).split("\n")
     assert out[0] == "[] 0"
     assert out[1] == "True True True False"
 

@@ -96,23 +96,30 @@ def records(path: Path | str) -> Iterator[dict[str, Any]]:
             pos += 1
 
 
+def final_rows(path: Path | str) -> tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]:
+    """The schema's tables and, per table and row uuid, the row's JSON as
+    the database file leaves it (its transactions applied in order)."""
+    recs = records(path)
+    schema = next(recs)["tables"]
+    raw: dict[str, dict[str, dict[str, Any]]] = {}
+    for rec in recs:
+        for table, rows in rec.items():
+            if table.startswith("_") or not isinstance(rows, dict):
+                continue
+            tab = raw.setdefault(table, {})
+            for u, row in rows.items():
+                if row is None:
+                    tab.pop(u, None)
+                else:
+                    tab.setdefault(u, {}).update(row)
+    return schema, raw
+
+
 class SbSnapshot:
     """Rows by table name (see module docstring)."""
 
     def __init__(self, path: Path | str) -> None:
-        recs = records(path)
-        schema = next(recs)["tables"]
-        raw: dict[str, dict[str, dict[str, Any]]] = {}
-        for rec in recs:
-            for table, rows in rec.items():
-                if table.startswith("_") or not isinstance(rows, dict):
-                    continue
-                tab = raw.setdefault(table, {})
-                for u, row in rows.items():
-                    if row is None:
-                        tab.pop(u, None)
-                    else:
-                        tab.setdefault(u, {}).update(row)
+        schema, raw = final_rows(path)
         self._by_uuid: dict[str, dict[uuid.UUID, Row]] = {}
         self.rows: dict[str, dict[str, Row]] = {
             table: {u: Row(uuid=uuid.UUID(u)) for u in rows} for table, rows in raw.items()}

@@ -38,10 +38,11 @@ its planner would give empty inputs and an empty service ignores them.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import threading
 import uuid as uuidlib
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 from controller.diag.coverage import COVERAGE, Coverage
 from controller.lflow.actions.base import OP_BFD_MSG, OP_DHCP6_SERVER, OP_HANDLE_SVC_CHECK, OP_IGMP
@@ -82,6 +83,19 @@ def _attached_or(module: str, build: Callable[[], object]) -> None:
     mod = sys.modules.get("controller.pinctrl." + module)
     if mod is None or not getattr(mod, "_ACTIVE", None):
         build()
+
+
+# Periodic services built on first use: attribute of Pinctrl -> (module in
+# controller.pinctrl, class, whether the module's packet-in handler is
+# attached to the instance; attached ones also wake the main loop).
+_SERVICES: dict[str, tuple[str, str, bool]] = {
+    "_garp": ("garp", "GarpAnnouncer", False),
+    "_ra": ("ra", "RaSender", False),
+    "_svc_monitors": ("svc_monitor", "SvcMonitors", True),
+    "_bfd": ("bfd_router", "BfdSessions", True),
+    "_pd": ("prefix_delegation", "PrefixDelegation", True),
+    "_mcast": ("mcast", "McastSnoop", True),
+}
 
 
 class Pinctrl:
@@ -130,72 +144,49 @@ class Pinctrl:
         self._symtab: Any = None
 
     # ------------------------------------------------------------ lazy services
+    def _built(self, attr: str) -> Any:
+        """The periodic service kept in `attr`, built (and its module
+        imported) on first use; see _SERVICES."""
+        with self._build_lock:
+            svc = getattr(self, attr)
+            if svc is None:
+                module_name, class_name, attached = _SERVICES[attr]
+                module = importlib.import_module(f"controller.pinctrl.{module_name}")
+                if attached:
+                    extra = {"also_inject": self._announcing} if attr == "_pd" else {}
+                    svc = getattr(module, class_name)(notify_service=self.service.wake,
+                                                      notify_main=self.service.notify_main,
+                                                      **extra)
+                    module.attach(svc)
+                else:
+                    svc = getattr(module, class_name)(notify=self.service.wake)
+                self.service.add_periodic(svc)
+                setattr(self, attr, svc)
+            return svc
+
     @property
     def garp(self) -> GarpAnnouncer:
-        with self._build_lock:
-            if self._garp is None:
-                from controller.pinctrl.garp import GarpAnnouncer
-                self._garp = GarpAnnouncer(notify=self.service.wake)
-                self.service.add_periodic(self._garp)
-            return self._garp
+        return cast("GarpAnnouncer", self._built("_garp"))
 
     @property
     def svc_monitors(self) -> SvcMonitors:
-        with self._build_lock:
-            if self._svc_monitors is None:
-                from controller.pinctrl import svc_monitor
-                mons = svc_monitor.SvcMonitors(notify_service=self.service.wake,
-                                               notify_main=self.service.notify_main)
-                self.service.add_periodic(mons)
-                svc_monitor.attach(mons)
-                self._svc_monitors = mons
-            return self._svc_monitors
+        return cast("SvcMonitors", self._built("_svc_monitors"))
 
     @property
     def ra(self) -> RaSender:
-        with self._build_lock:
-            if self._ra is None:
-                from controller.pinctrl.ra import RaSender
-                self._ra = RaSender(notify=self.service.wake)
-                self.service.add_periodic(self._ra)
-            return self._ra
+        return cast("RaSender", self._built("_ra"))
 
     @property
     def bfd(self) -> BfdSessions:
-        with self._build_lock:
-            if self._bfd is None:
-                from controller.pinctrl import bfd_router
-                sessions = bfd_router.BfdSessions(notify_service=self.service.wake,
-                                                  notify_main=self.service.notify_main)
-                self.service.add_periodic(sessions)
-                bfd_router.attach(sessions)
-                self._bfd = sessions
-            return self._bfd
+        return cast("BfdSessions", self._built("_bfd"))
 
     @property
     def pd(self) -> PrefixDelegation:
-        with self._build_lock:
-            if self._pd is None:
-                from controller.pinctrl import prefix_delegation as pdmod
-                pd = pdmod.PrefixDelegation(notify_service=self.service.wake,
-                                            notify_main=self.service.notify_main,
-                                            also_inject=self._announcing)
-                self.service.add_periodic(pd)
-                pdmod.attach(pd)
-                self._pd = pd
-            return self._pd
+        return cast("PrefixDelegation", self._built("_pd"))
 
     @property
     def mcast(self) -> McastSnoop:
-        with self._build_lock:
-            if self._mcast is None:
-                from controller.pinctrl import mcast as mcastmod
-                snoop = mcastmod.McastSnoop(notify_service=self.service.wake,
-                                            notify_main=self.service.notify_main)
-                self.service.add_periodic(snoop)
-                mcastmod.attach(snoop)
-                self._mcast = snoop
-            return self._mcast
+        return cast("McastSnoop", self._built("_mcast"))
 
     def _announcing(self) -> bool:
         """Periodic RAs or GARPs are being sent (PD's also_inject)."""
