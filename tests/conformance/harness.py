@@ -181,21 +181,9 @@ def load_sb_snapshot(name: str) -> dict[str, dict[str, dict[str, Any]]]:
     """Tables of reference-data/<name>/sb.db (an ovsdb-client backup file),
     as {table: {uuid: {column: value}}} with OVSDB sets/uuids flattened to
     lists (use ``sb_atoms``)."""
-    with _open_ref(os.path.join(REFERENCE_DIR, name, "sb.db")) as f:
-        lines = f.read().splitlines()
-    data: dict[str, dict[str, dict[str, Any]]] = {}
-    for line in lines[3::2]:
-        for table, rows in json.loads(line).items():
-            if table.startswith("_"):
-                continue
-            tab = data.setdefault(table, {})
-            for uuid, row in rows.items():
-                if row is None:
-                    tab.pop(uuid, None)
-                else:
-                    tab.setdefault(uuid, {}).update(row)
-    return data
+    from controller.lflow.snapshot import final_rows
 
+    return final_rows(os.path.join(REFERENCE_DIR, name, "sb.db"))[1]
 
 sb_atoms = _atoms
 
