@@ -403,6 +403,9 @@ class LflowCompiler:
         self._action_texts: dict[tuple[str, bool, int], _Actions] = {}
         self._parse_params: dict[tuple[bool, int], ParseParams] = {}
         self._dp_infos: dict[int, DatapathInfo] = {}
+        # One parse per action-text shape (actions.templates); unlike the
+        # per-text memo it is kept across clear_text_cache.
+        self._action_templates = ActionTemplates()
         self.stats = {"instances": 0, "text_compiles": 0, "text_reuse": 0,
                       "match_compiles": 0, "template_hits": 0, "encodes": 0, "encode_reuse": 0,
                       "cache_hits": 0, "cache_misses": 0, "flows": 0, "errors": 0}
@@ -623,12 +626,7 @@ class LflowCompiler:
             pp = self._parse_params[pkey] = ParseParams(
                 symtab=ctx.symtab, dhcp_opts=ctx.dhcp_opts, dhcpv6_opts=ctx.dhcpv6_opts,
                 pipeline=0 if ingress else 1, n_tables=C.LOG_PIPELINE_LEN, cur_ltable=table_id)
-        # One parse per action-text shape (actions.templates), kept across
-        # clear_text_cache like the match templates.
-        tpls: ActionTemplates | None = getattr(self, "_action_templates", None)
-        if tpls is None:
-            tpls = self._action_templates = ActionTemplates()
-        parsed = tpls.parse(actions, pp)
+        parsed = self._action_templates.parse(actions, pp)
         if isinstance(parsed, ActionError):
             entry = _Actions(None, f"error parsing actions \"{actions}\": {parsed}", False)
         else:
