@@ -87,14 +87,15 @@ def _attached_or(module: str, build: Callable[[], object]) -> None:
 
 # Periodic services built on first use: attribute of Pinctrl -> (module in
 # controller.pinctrl, class, whether the module's packet-in handler is
-# attached to the instance; attached ones also wake the main loop).
-_SERVICES: dict[str, tuple[str, str, bool]] = {
-    "_garp": ("garp", "GarpAnnouncer", False),
-    "_ra": ("ra", "RaSender", False),
-    "_svc_monitors": ("svc_monitor", "SvcMonitors", True),
-    "_bfd": ("bfd_router", "BfdSessions", True),
-    "_pd": ("prefix_delegation", "PrefixDelegation", True),
-    "_mcast": ("mcast", "McastSnoop", True),
+# attached to the instance (attached ones also wake the main loop), and
+# further keyword arguments as keyword -> name of a Pinctrl method).
+_SERVICES: dict[str, tuple[str, str, bool, tuple[tuple[str, str], ...]]] = {
+    "_garp": ("garp", "GarpAnnouncer", False, ()),
+    "_ra": ("ra", "RaSender", False, ()),
+    "_svc_monitors": ("svc_monitor", "SvcMonitors", True, ()),
+    "_bfd": ("bfd_router", "BfdSessions", True, ()),
+    "_pd": ("prefix_delegation", "PrefixDelegation", True, (("also_inject", "_announcing"),)),
+    "_mcast": ("mcast", "McastSnoop", True, ()),
 }
 
 
@@ -150,16 +151,16 @@ class Pinctrl:
         with self._build_lock:
             svc = getattr(self, attr)
             if svc is None:
-                module_name, class_name, attached = _SERVICES[attr]
+                module_name, class_name, attached, extra = _SERVICES[attr]
                 module = importlib.import_module(f"controller.pinctrl.{module_name}")
+                kwargs = {kw: getattr(self, method) for kw, method in extra}
+                cls = getattr(module, class_name)
                 if attached:
-                    extra = {"also_inject": self._announcing} if attr == "_pd" else {}
-                    svc = getattr(module, class_name)(notify_service=self.service.wake,
-                                                      notify_main=self.service.notify_main,
-                                                      **extra)
+                    svc = cls(notify_service=self.service.wake,
+                              notify_main=self.service.notify_main, **kwargs)
                     module.attach(svc)
                 else:
-                    svc = getattr(module, class_name)(notify=self.service.wake)
+                    svc = cls(notify=self.service.wake, **kwargs)
                 self.service.add_periodic(svc)
                 setattr(self, attr, svc)
             return svc
