@@ -241,3 +241,67 @@ def install() -> None:
 
 def uninstall() -> None:
     ovs.db.idl.Row.__getattr__ = _ORIGINAL  # type: ignore[method-assign]
+
+
+# ------------------------------------------------------------ committed data
+# Readers for a hot caller that reads a few known columns of many rows (the
+# Logical_Flow views of logical_flow_output): the same values as the row's
+# attributes, straight from the committed Datums, without the attribute
+# lookup that fails into __getattr__ and the converter dispatch per column
+# (seed-500, 25,655 views: about 11.5 -> 9.5 us each).  Anything unusual (a
+# column the server never sent, a multi-valued scalar, a dangling table)
+# reads the attribute.
+
+def committed_data(row: Any) -> dict[str, Any] | None:
+    """The committed column data of an IDL row nothing in a transaction
+    touches, else None."""
+    d = getattr(row, "__dict__", None)
+    if d is None:
+        return None
+    changes = d.get("_changes")
+    mutations = d.get("_mutations")
+    data = d.get("_data")
+    if type(changes) is not dict or changes or type(mutations) is not dict or mutations \
+            or not isinstance(data, dict) or "_idl" not in d:
+        return None
+    return data
+
+
+def read_scalar(data: dict[str, Any], row: Any, column: str) -> Any:
+    datum = data.get(column)
+    if datum is not None:
+        values = datum.values
+        if len(values) == 1:
+            for atom in values:
+                return atom.value
+    return getattr(row, column)
+
+
+def read_string_map(data: dict[str, Any], row: Any, column: str) -> dict[str, str]:
+    datum = data.get(column)
+    if datum is None:
+        return dict(getattr(row, column))
+    return {k.value: v.value for k, v in datum.values.items()}
+
+
+def read_string_set(data: dict[str, Any], row: Any, column: str) -> list[str]:
+    datum = data.get(column)
+    if datum is None:
+        return list(getattr(row, column))
+    return sorted({k.value for k in datum.values})
+
+
+def read_ref(data: dict[str, Any], row: Any, column: str, table_name: str) -> Any:
+    """The row an optional reference column (to `table_name`) points to;
+    None when empty or dangling."""
+    datum = data.get(column)
+    if datum is None or len(datum.values) > 1:
+        values = getattr(row, column)
+        return values[0] if values else None
+    for atom in datum.values:
+        table = row.__dict__["_idl"].tables.get(table_name)
+        if table is None:
+            values = getattr(row, column)
+            return values[0] if values else None
+        return _rows_get(table.rows)(atom.value)
+    return None

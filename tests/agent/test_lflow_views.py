@@ -90,7 +90,7 @@ def test_view_equals_attributes(idl: Any) -> None:
     rows = _lflows(idl, random.Random(7))
     views = lfo.RowViews()
     for row in rows:
-        assert lfo._committed(row) is not None       # the direct path is taken
+        assert idl_fastpath.committed_data(row) is not None       # the direct path is taken
         assert _seen(views.lflow(row)) == _expected(row)
 
 
@@ -99,7 +99,7 @@ def test_row_in_transaction_reads_attributes(idl: Any) -> None:
     column = row._table.columns["match"]
     row.__dict__["_changes"] = {"match": ovs.db.data.Datum.from_python(
         column.type, "reg1 == 1", ovs.db.idl._row_to_uuid)}
-    assert lfo._committed(row) is None
+    assert idl_fastpath.committed_data(row) is None
     assert lfo.RowViews().lflow(row).match == "reg1 == 1"
 
 
@@ -110,6 +110,6 @@ def test_plain_rows_read_attributes() -> None:
         uuid=uuid.uuid4(), logical_datapath=[dp], logical_dp_group=[], pipeline="egress",
         tags={"a": "b"}, match="1", actions="next;", table_id=4, controller_meter=[],
         priority=10)
-    assert lfo._committed(row) is None
+    assert idl_fastpath.committed_data(row) is None
     v = lfo.RowViews().lflow(row)
     assert (v.logical_datapath[0].tunnel_key, v.tags, v.table_id) == (3, {"a": "b"}, 4)
